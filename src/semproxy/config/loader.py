@@ -1,0 +1,113 @@
+"""Read a config document, substitute ${VAR}, validate, build the frozen runtime.
+
+Every problem is reported as "field.path: message" so the operator can find it;
+all problems are collected, not only the first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+from pydantic import ValidationError
+
+from semproxy.config.runtime import GatewayConfig, build
+from semproxy.config.schema import Root
+from semproxy.errors import ConfigError
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def parse_document(text: str, source: str = "<config>") -> Any:
+    """YAML is a superset of JSON, but JSON goes through orjson for exact errors."""
+    try:
+        if source.endswith(".json") or text.lstrip().startswith("{"):
+            return orjson.loads(text)
+        return yaml.safe_load(text)
+    except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError([f"{source}: not valid YAML/JSON: {exc}"]) from exc
+
+
+def substitute_env(node: Any, env: Mapping[str, str], path: str = "") -> tuple[Any, list[str]]:
+    """Replace ${VAR} in every string; a missing variable is an error at its path."""
+    errors: list[str] = []
+    if isinstance(node, str):
+        def repl(m: re.Match[str]) -> str:
+            name = m.group(1)
+            if name not in env:
+                errors.append(f"{path or '<root>'}: environment variable {name} is not set")
+                return ""
+            return env[name]
+
+        return _VAR.sub(repl, node), errors
+    if isinstance(node, dict):
+        out: dict[Any, Any] = {}
+        for key, value in node.items():
+            out[key], errs = substitute_env(value, env, f"{path}.{key}" if path else str(key))
+            errors += errs
+        return out, errors
+    if isinstance(node, list):
+        items = []
+        for i, value in enumerate(node):
+            item, errs = substitute_env(value, env, f"{path}[{i}]")
+            items.append(item)
+            errors += errs
+        return items, errors
+    return node, errors
+
+
+def format_loc(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "<root>"
+
+
+def validation_messages(exc: ValidationError) -> list[str]:
+    # Pydantic reports union branches by type name ("function-after[...]", "list[...]");
+    # those parts of the path mean nothing to an operator, so they are dropped.
+    messages = []
+    for err in exc.errors(include_url=False, include_input=False):
+        loc = tuple(p for p in err["loc"] if isinstance(p, int) or not _is_branch_tag(p))
+        messages.append(f"{format_loc(loc)}: {err['msg']}")
+    return messages
+
+
+def _is_branch_tag(part: str) -> bool:
+    return "[" in part or part in {"str", "int", "list", "function-after", "literal"}
+
+
+def load_data(data: Any, env: Mapping[str, str] | None = None) -> GatewayConfig:
+    """Validate a parsed document and build the runtime config (or raise ConfigError)."""
+    if not isinstance(data, dict):
+        raise ConfigError(["<root>: the config must be a mapping"])
+    version = hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+    data, errors = substitute_env(data, os.environ if env is None else env)
+    if errors:
+        raise ConfigError(errors)
+    try:
+        raw = Root.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(validation_messages(exc)) from exc
+    return build(raw, version[:12])
+
+
+def load_text(text: str, source: str = "<config>", env: Mapping[str, str] | None = None
+              ) -> GatewayConfig:
+    return load_data(parse_document(text, source), env)
+
+
+def load_file(path: str | Path, env: Mapping[str, str] | None = None) -> GatewayConfig:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError([f"{p}: cannot read: {exc.strerror}"]) from exc
+    return load_text(text, str(p), env)

@@ -1,0 +1,291 @@
+"""Frozen runtime config: built once from a validated schema tree, then only read.
+
+`build` runs every cross-field check (each error names its field path), resolves
+providers through the registry and precomputes each instance's target, so the
+request path never re-derives anything from raw config.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from semproxy.config import schema as s
+from semproxy.errors import ConfigError
+from semproxy.providers.base import ChatProvider, EmbeddingsProvider, NetPolicy, Target
+from semproxy.providers.registry import LOCAL_EMBEDDINGS, PROVIDERS, embedding_provider_names
+
+log = logging.getLogger("semproxy.config")
+
+TRANSIENT_5XX = frozenset(range(500, 600))
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceSpec:
+    name: str
+    provider: ChatProvider
+    target: Target
+    options: Mapping[str, Any]
+    weight: int
+    priority: int
+    examples: tuple[str, ...] = ()
+    negative_examples: tuple[str, ...] = ()
+    threshold: float | None = None
+    catchall: bool = False
+    checks: s.Checks | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingSpec:
+    provider: str  # "local" or an HTTP provider name
+    model: str | None
+    client: EmbeddingsProvider | None  # None for the in-process model
+    target: Target | None
+    cache_size: int
+    breaker_failures: int
+    breaker_cooldown_s: float
+
+    @property
+    def fingerprint(self) -> str:
+        where = self.target.label if self.target else "in-process"
+        return f"{self.provider}:{self.model or 'default'}@{where}"
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticSpec:
+    threshold: float
+    expose_scores: bool
+    aggregation: str
+    k: int
+    min_margin: float
+    embeddings: EmbeddingSpec
+    catchall: str
+    apisix_header: bool = False  # APISIX 3.18 debugging header name as well
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Which failures move a request to the next candidate (the failover loop reads it)."""
+
+    statuses: frozenset[int]
+    max_retries: int | None
+    within_ms: int | None
+
+    def is_retryable(self, status: int) -> bool:
+        return status in self.statuses
+
+
+@dataclass(frozen=True, slots=True)
+class RouteSpec:
+    id: str
+    uri: str
+    is_prefix: bool
+    methods: frozenset[str]
+    instances: tuple[InstanceSpec, ...]
+    algorithm: str
+    hash_on: str
+    key: str | None
+    semantic: SemanticSpec | None
+    retry: RetryPolicy
+    max_body: int
+    debug_headers: bool
+    logging: s.Logging
+
+    def instance(self, name: str) -> InstanceSpec:
+        return next(i for i in self.instances if i.name == name)
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayConfig:
+    listen: str
+    admin: s.Admin | None
+    routes: tuple[RouteSpec, ...]
+    version: str
+    shutdown_grace_s: float
+    raw: s.Root
+    warnings: tuple[str, ...] = field(default=())
+
+
+class _Errors:
+    def __init__(self) -> None:
+        self.items: list[str] = []
+        self.warnings: list[str] = []
+
+    def add(self, path: str, message: str) -> None:
+        self.items.append(f"{path}: {message}")
+
+
+def build(raw: s.Root, version: str) -> GatewayConfig:
+    errs = _Errors()
+    routes = []
+    seen: set[str] = set()
+    for i, route in enumerate(raw.routes):
+        path = f"routes[{i}]"
+        if route.id in seen:
+            errs.add(f"{path}.id", f"duplicate route id {route.id!r}")
+        seen.add(route.id)
+        spec = _route(route, path, errs)
+        if spec is not None:
+            routes.append(spec)
+    if errs.items:
+        raise ConfigError(errs.items)
+    for warning in errs.warnings:
+        log.warning("config: %s", warning)
+    return GatewayConfig(
+        listen=raw.listen, admin=raw.admin, routes=tuple(routes), version=version,
+        shutdown_grace_s=raw.shutdown_grace, raw=raw, warnings=tuple(errs.warnings),
+    )
+
+
+def _route(route: s.Route, path: str, errs: _Errors) -> RouteSpec | None:
+    multi, single = route.plugins.ai_proxy_multi, route.plugins.ai_proxy
+    if (multi is None) == (single is None):
+        errs.add(f"{path}.plugins", "exactly one of ai-proxy-multi or ai-proxy is required")
+        return None
+    if single is not None:
+        multi = _from_single(single)
+        ppath = f"{path}.plugins.ai-proxy"
+    else:
+        ppath = f"{path}.plugins.ai-proxy-multi"
+    assert multi is not None
+    net = NetPolicy(multi.timeout / 1000, multi.ssl_verify, multi.keepalive,
+                    multi.keepalive_timeout / 1000)
+    instances = _instances(multi, ppath, net, errs)
+    semantic = _semantic(multi, ppath, net, errs)
+    balancer = multi.balancer
+    if balancer.algorithm == "chash" and balancer.hash_on != "consumer" and not balancer.key:
+        errs.add(f"{ppath}.balancer.key", f"required when hash_on is {balancer.hash_on}")
+    uri = route.uri
+    return RouteSpec(
+        id=route.id, uri=uri.rstrip("*"), is_prefix=uri.endswith("*"),
+        methods=frozenset(route.methods), instances=instances,
+        algorithm=balancer.algorithm, hash_on=balancer.hash_on, key=balancer.key,
+        semantic=semantic, retry=_retry(multi), max_body=multi.max_req_body_size,
+        debug_headers=multi.debug_headers, logging=multi.logging,
+    )
+
+
+def _from_single(single: s.AIProxy) -> s.AIProxyMulti:
+    instance = s.Instance(
+        name=single.provider, provider=single.provider, weight=1, auth=single.auth,
+        options=single.options, override=single.override,
+    )
+    fields = single.model_dump(exclude={"provider", "auth", "options", "override"})
+    return s.AIProxyMulti.model_validate({**fields, "instances": [instance]}, strict=False)
+
+
+def _instances(
+    multi: s.AIProxyMulti, ppath: str, net: NetPolicy, errs: _Errors
+) -> tuple[InstanceSpec, ...]:
+    out = []
+    names: set[str] = set()
+    for j, inst in enumerate(multi.instances):
+        ipath = f"{ppath}.instances[{j}]"
+        if inst.name in names:
+            errs.add(f"{ipath}.name", f"duplicate instance name {inst.name!r}")
+        names.add(inst.name)
+        cls = PROVIDERS.get(inst.provider)
+        if cls is None:
+            errs.add(f"{ipath}.provider", f"unknown provider {inst.provider!r} "
+                     f"(known: {', '.join(sorted(PROVIDERS))})")
+            continue
+        if cls.needs_endpoint() and not inst.override.endpoint:
+            errs.add(f"{ipath}.override.endpoint", f"required for provider {inst.provider}")
+            continue
+        provider = cls(instance=inst.name)
+        model = inst.options.get("model")
+        target = provider.target(inst.override.endpoint, inst.auth,
+                                 model if isinstance(model, str) else None, net)
+        out.append(InstanceSpec(
+            name=inst.name, provider=provider, target=target,
+            options=MappingProxyType(dict(inst.options)), weight=inst.weight,
+            priority=inst.priority, examples=tuple(inst.examples or ()),
+            negative_examples=tuple(inst.negative_examples or ()),
+            threshold=inst.threshold, catchall=inst.catchall, checks=inst.checks,
+        ))
+    return tuple(out)
+
+
+def _retry(multi: s.AIProxyMulti) -> RetryPolicy:
+    strategy = multi.fallback_strategy or "instance_health_and_rate_limiting"
+    kinds = {strategy} if isinstance(strategy, str) else set(strategy)
+    statuses: set[int] = set(multi.fallback_http_statuses)
+    if kinds & {"http_429", "instance_health_and_rate_limiting"}:
+        statuses.add(429)
+    if "http_5xx" in kinds:
+        statuses |= TRANSIENT_5XX
+    return RetryPolicy(frozenset(statuses), multi.max_retries, multi.retry_on_failure_within_ms)
+
+
+def _semantic(
+    multi: s.AIProxyMulti, ppath: str, net: NetPolicy, errs: _Errors
+) -> SemanticSpec | None:
+    balancer, opts = multi.balancer, multi.semantic_opts
+    examples = [i for i in multi.instances if i.examples]
+    if balancer.algorithm != "semantic":
+        if opts is not None:
+            errs.add(f"{ppath}.semantic_opts", "only valid with balancer.algorithm semantic")
+        if examples:
+            errs.warnings.append(f"{ppath}: instances have examples but the balancer is "
+                                 f"{balancer.algorithm}; the examples are ignored")
+        return None
+    embeddings = opts.embeddings if opts else multi.embeddings
+    if opts is not None and multi.embeddings is not None:
+        errs.add(f"{ppath}.embeddings", "give embeddings or semantic_opts.embeddings, not both")
+    if embeddings is None:
+        errs.add(f"{ppath}.embeddings", "required when balancer.algorithm is semantic")
+        return None
+    if not examples:
+        errs.add(f"{ppath}.instances", "semantic routing needs at least one instance with examples")
+    catchall = _catchall(multi, ppath, errs)
+    emb = _embeddings(embeddings, f"{ppath}{'.semantic_opts' if opts else ''}.embeddings", errs)
+    if emb is None or catchall is None:
+        return None
+    return SemanticSpec(
+        threshold=opts.threshold if opts else balancer.threshold,
+        expose_scores=(opts.debugging if opts else False) or balancer.expose_scores,
+        aggregation=balancer.aggregation, k=balancer.k, min_margin=balancer.min_margin,
+        embeddings=emb, catchall=catchall, apisix_header=opts is not None and opts.debugging,
+    )
+
+
+def _catchall(multi: s.AIProxyMulti, ppath: str, errs: _Errors) -> str | None:
+    marked = [(j, i) for j, i in enumerate(multi.instances) if i.catchall]
+    named = multi.semantic_opts.fallback if multi.semantic_opts else None
+    for j, inst in marked[1:]:
+        errs.add(f"{ppath}.instances[{j}].catchall", "only one instance can be the catchall")
+    for j, inst in marked:
+        if inst.examples:
+            errs.add(f"{ppath}.instances[{j}].examples", "the catchall cannot have examples")
+    if named is not None:
+        if marked:
+            errs.add(f"{ppath}.semantic_opts.fallback", "conflicts with instances[].catchall")
+        if named not in {i.name for i in multi.instances}:
+            errs.add(f"{ppath}.semantic_opts.fallback", f"no instance named {named!r}")
+            return None
+        return named
+    return marked[0][1].name if marked else multi.instances[0].name
+
+
+def _embeddings(e: s.Embeddings, epath: str, errs: _Errors) -> EmbeddingSpec | None:
+    common = {"model": e.model, "cache_size": e.cache_size,
+              "breaker_failures": e.breaker_failures, "breaker_cooldown_s": e.breaker_cooldown}
+    if e.provider == LOCAL_EMBEDDINGS:
+        return EmbeddingSpec(provider=e.provider, client=None, target=None, **common)
+    cls = PROVIDERS.get(e.provider)
+    if cls is None or not cls.has_embeddings():
+        what = "unknown embeddings provider" if cls is None else "provider has no embeddings API"
+        errs.add(f"{epath}.provider",
+                 f"{what} {e.provider!r} (use one of: {', '.join(embedding_provider_names())})")
+        return None
+    if cls.needs_endpoint() and not e.override.endpoint:
+        errs.add(f"{epath}.override.endpoint", f"required for provider {e.provider}")
+        return None
+    client = cls(instance="embeddings")
+    assert isinstance(client, EmbeddingsProvider)
+    net = NetPolicy(e.timeout / 1000, e.ssl_verify, True, 60.0)
+    target = client.embeddings_target(e.override.endpoint, e.auth, e.model, net)
+    return EmbeddingSpec(provider=e.provider, client=client, target=target, **common)

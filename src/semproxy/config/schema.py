@@ -1,0 +1,216 @@
+"""The raw config schema: strict pydantic models that mirror APISIX ai-proxy-multi.
+
+Field names, defaults and limits follow the APISIX plugin so a route's JSON can be
+pasted in unchanged. These models only describe and validate input; `runtime.py`
+turns a validated tree into the frozen objects a request sees.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+# Instance names travel in response headers and metric labels: keep them to a
+# token alphabet so no CR/LF or separator can ever be injected through config.
+InstanceName = Annotated[
+    str, StringConstraints(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9._~-]+$")
+]
+Threshold = Annotated[float, Field(ge=-1.0, le=1.0)]
+HeaderMap = dict[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._-]+$")], str]
+FallbackKind = Literal["instance_health_and_rate_limiting", "http_429", "http_5xx"]
+
+_BLANK = re.compile(r"^\s*$")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class Auth(Strict):
+    header: HeaderMap = Field(default_factory=dict)
+    query: HeaderMap = Field(default_factory=dict)
+
+
+class Override(Strict):
+    endpoint: str | None = None
+
+    @field_validator("endpoint")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^/\s]+", value):
+            raise ValueError("must be an http:// or https:// URL")
+        return value
+
+
+class HealthyChecks(Strict):
+    interval: int = Field(default=1, ge=1)
+    successes: int = Field(default=2, ge=1, le=254)
+    http_statuses: list[Annotated[int, Field(ge=200, le=599)]] = Field(
+        default_factory=lambda: [200, 302]
+    )
+
+
+class UnhealthyChecks(Strict):
+    interval: int = Field(default=1, ge=1)
+    http_failures: int = Field(default=5, ge=1, le=254)
+    tcp_failures: int = Field(default=2, ge=1, le=254)
+    timeouts: int = Field(default=3, ge=1, le=254)
+    http_statuses: list[Annotated[int, Field(ge=200, le=599)]] = Field(
+        default_factory=lambda: [429, 404, 500, 501, 502, 503, 504, 505]
+    )
+
+
+class ActiveChecks(Strict):
+    type: Literal["http", "https", "tcp"] = "http"
+    timeout: float = Field(default=1.0, gt=0)
+    concurrency: int = Field(default=10, ge=1)
+    http_path: str = "/"
+    host: str | None = None
+    port: int | None = Field(default=None, ge=1, le=65535)
+    https_verify_certificate: bool = True
+    req_headers: list[str] = Field(default_factory=list)
+    healthy: HealthyChecks = Field(default_factory=HealthyChecks)
+    unhealthy: UnhealthyChecks = Field(default_factory=UnhealthyChecks)
+
+
+class PassiveChecks(Strict):
+    """semproxy extension: trip an instance after `failures` errors within `window` s."""
+
+    failures: int = Field(default=3, ge=1)
+    window: float = Field(default=10.0, gt=0)
+    cooldown: float = Field(default=10.0, gt=0)
+    http_statuses: list[Annotated[int, Field(ge=400, le=599)]] = Field(
+        default_factory=lambda: [429, 500, 502, 503, 504]
+    )
+
+
+class Checks(Strict):
+    active: ActiveChecks | None = None
+    passive: PassiveChecks | None = None
+
+
+class Instance(Strict):
+    name: InstanceName
+    provider: str
+    priority: int = 0
+    weight: int = Field(ge=0)
+    auth: Auth = Field(default_factory=Auth)
+    options: dict[str, Any] = Field(default_factory=dict)
+    override: Override = Field(default_factory=Override)
+    checks: Checks | None = None
+    examples: list[str] | None = Field(default=None, min_length=1, max_length=64)
+    negative_examples: list[str] | None = Field(default=None, min_length=1, max_length=64)
+    threshold: Threshold | None = None
+    catchall: bool = False
+
+    @field_validator("examples", "negative_examples")
+    @classmethod
+    def _non_blank(cls, value: list[str] | None) -> list[str] | None:
+        for i, text in enumerate(value or ()):
+            if _BLANK.match(text):
+                raise ValueError(f"item {i} is empty or blank")
+        return value
+
+
+class Balancer(Strict):
+    algorithm: Literal["roundrobin", "chash", "semantic"] = "roundrobin"
+    hash_on: Literal["vars", "header", "cookie", "consumer", "vars_combinations"] = "vars"
+    key: str | None = None
+    threshold: Threshold = 0.0
+    expose_scores: bool = False
+    aggregation: Literal["max", "top_k_mean"] = "max"
+    k: int = Field(default=3, ge=1, le=64)
+    min_margin: float = Field(default=0.0, ge=0.0, le=2.0)
+
+
+class Embeddings(Strict):
+    provider: str
+    model: str | None = None
+    auth: Auth = Field(default_factory=Auth)
+    override: Override = Field(default_factory=Override)
+    timeout: int = Field(default=3000, ge=1, le=60000)
+    ssl_verify: bool = True
+    cache_size: int = Field(default=4096, ge=0)
+    breaker_failures: int = Field(default=5, ge=1)
+    breaker_cooldown: float = Field(default=10.0, gt=0)
+
+
+class SemanticOpts(Strict):
+    """The APISIX 3.18 spelling of the semantic settings; mapped onto the same runtime."""
+
+    threshold: Threshold = 0.0
+    debugging: bool = False
+    fallback: InstanceName | None = None
+    embeddings: Embeddings
+
+
+class Logging(Strict):
+    summaries: bool = False
+    payloads: bool = False
+
+
+class AIProxyMulti(Strict):
+    instances: list[Instance] = Field(min_length=1)
+    balancer: Balancer = Field(default_factory=Balancer)
+    embeddings: Embeddings | None = None
+    semantic_opts: SemanticOpts | None = None
+    fallback_strategy: FallbackKind | list[FallbackKind] | None = None
+    fallback_http_statuses: list[Annotated[int, Field(ge=400, le=599)]] = Field(
+        default_factory=list
+    )
+    max_retries: int | None = Field(default=None, ge=0)
+    retry_on_failure_within_ms: int | None = Field(default=None, ge=1)
+    timeout: int = Field(default=30000, ge=1)
+    keepalive: bool = True
+    keepalive_timeout: int = Field(default=60000, ge=1000)
+    keepalive_pool: int = Field(default=30, ge=1)
+    ssl_verify: bool = True
+    max_req_body_size: int = Field(default=10 * 1024 * 1024, ge=1)
+    logging: Logging = Field(default_factory=Logging)
+    debug_headers: bool = False
+
+
+class AIProxy(Strict):
+    """`ai-proxy`: one instance, its fields at the top level (APISIX shape)."""
+
+    provider: str
+    auth: Auth = Field(default_factory=Auth)
+    options: dict[str, Any] = Field(default_factory=dict)
+    override: Override = Field(default_factory=Override)
+    timeout: int = Field(default=30000, ge=1)
+    keepalive: bool = True
+    keepalive_timeout: int = Field(default=60000, ge=1000)
+    keepalive_pool: int = Field(default=30, ge=1)
+    ssl_verify: bool = True
+    max_req_body_size: int = Field(default=10 * 1024 * 1024, ge=1)
+    logging: Logging = Field(default_factory=Logging)
+    debug_headers: bool = False
+
+
+class Plugins(Strict):
+    ai_proxy_multi: AIProxyMulti | None = Field(default=None, alias="ai-proxy-multi")
+    ai_proxy: AIProxy | None = Field(default=None, alias="ai-proxy")
+
+
+class Route(Strict):
+    id: Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$")]
+    uri: Annotated[str, StringConstraints(pattern=r"^/")]
+    methods: list[Literal["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]] = Field(
+        default_factory=lambda: ["POST"]
+    )
+    plugins: Plugins
+
+
+class Admin(Strict):
+    listen: str = "127.0.0.1:9180"
+    key: str | None = None
+    allow_no_key_on_loopback: bool = False
+
+
+class Root(Strict):
+    listen: str = "127.0.0.1:9080"
+    admin: Admin | None = None
+    routes: list[Route] = Field(default_factory=list)
+    shutdown_grace: float = Field(default=10.0, ge=0)

@@ -1,0 +1,16 @@
+"""Azure OpenAI: the deployment is part of the URL, so the body carries no model.
+
+Give the full deployment URL as `override.endpoint`, or only the resource host, in
+which case the deployment is taken from `options.model`. Auth is the `api-key`
+header (`auth.header: {api-key: ...}`).
+"""
+
+from semproxy.providers.base import OpenAIStyleProvider
+
+
+class AzureOpenAIProvider(OpenAIStyleProvider):
+    name = "azure-openai"
+    base_url = None
+    chat_path = "/openai/deployments/{model}/chat/completions?api-version=2024-10-21"
+    embeddings_path = "/openai/deployments/{model}/embeddings?api-version=2024-10-21"
+    sends_model = False

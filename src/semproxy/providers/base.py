@@ -1,0 +1,199 @@
+"""The provider contract and the one base class every OpenAI-style provider shares.
+
+A provider turns "send this chat body to this instance" into an upstream reply.
+Most providers speak the OpenAI wire format and differ only in base URL, paths
+and small quirks, so they are declarations on `OpenAIStyleProvider`. Embedding
+support is a separate, optional capability (`EmbeddingsProvider`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol, runtime_checkable
+from urllib.parse import urlencode, urlsplit
+
+import aiohttp
+import numpy as np
+import orjson
+
+from semproxy.embeddings.parse import parse_embeddings_response
+from semproxy.errors import EmbeddingError, UpstreamError, UpstreamTimeoutError
+from semproxy.providers.http import HttpClients
+
+
+@dataclass(frozen=True, slots=True)
+class NetPolicy:
+    """Connection settings of a route (APISIX names, converted to seconds)."""
+
+    timeout_s: float = 30.0
+    ssl_verify: bool = True
+    keepalive: bool = True
+    keepalive_timeout_s: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where and how to call one instance: resolved once when config loads."""
+
+    url: str
+    headers: Mapping[str, str]
+    net: NetPolicy
+    model: str | None = None
+    label: str = ""  # safe to log: scheme://host/path, never query or credentials
+
+
+class Reply(Protocol):
+    """An upstream answer whose body may still be arriving."""
+
+    status: int
+    content_type: str
+
+    async def read(self) -> bytes: ...
+
+    def iter_chunks(self) -> AsyncIterator[bytes]: ...
+
+    def release(self) -> None: ...
+
+
+class ChatProvider(Protocol):
+    name: str
+
+    def target(self, endpoint: str | None, auth: Any, model: str | None, net: NetPolicy) -> Target: ...
+
+    async def chat(self, clients: HttpClients, target: Target, body: dict[str, Any]) -> Reply: ...
+
+
+@runtime_checkable
+class EmbeddingsProvider(Protocol):
+    def embeddings_target(
+        self, endpoint: str | None, auth: Any, model: str | None, net: NetPolicy
+    ) -> Target: ...
+
+    async def embed(
+        self, clients: HttpClients, target: Target, texts: Sequence[str]
+    ) -> np.ndarray: ...
+
+
+class HttpReply:
+    """A live aiohttp response; `release` returns the connection to the pool."""
+
+    __slots__ = ("_resp", "content_type", "status")
+
+    def __init__(self, resp: aiohttp.ClientResponse) -> None:
+        self._resp = resp
+        self.status = resp.status
+        self.content_type = resp.headers.get("Content-Type", "application/json")
+
+    async def read(self) -> bytes:
+        try:
+            return await self._resp.read()
+        except TimeoutError as exc:
+            raise UpstreamTimeoutError("upstream timed out while sending its body") from exc
+        except aiohttp.ClientError as exc:
+            raise UpstreamError("upstream connection failed while reading") from exc
+        finally:
+            self._resp.release()
+
+    async def iter_chunks(self) -> AsyncIterator[bytes]:
+        # iter_any yields whatever bytes arrived, so SSE events are relayed as they
+        # come instead of waiting for a fixed-size buffer to fill.
+        async for chunk in self._resp.content.iter_any():
+            yield chunk
+
+    def release(self) -> None:
+        self._resp.close()
+
+
+def join_url(endpoint: str, path: str) -> str:
+    """A bare scheme+host endpoint gets the provider path; a full URL is used as given."""
+    parts = urlsplit(endpoint)
+    if parts.path not in ("", "/") or parts.query:
+        return endpoint
+    return endpoint.rstrip("/") + path
+
+
+def safe_label(url: str) -> str:
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+@dataclass(frozen=True)
+class OpenAIStyleProvider:
+    """A provider that speaks the OpenAI chat/embeddings wire format.
+
+    Subclasses only declare: `name`, `base_url` (None when the user must give an
+    endpoint), `chat_path`, `embeddings_path` (None: no embeddings capability)
+    and `sends_model` (False when the model lives in the URL, as on Azure).
+    """
+
+    name: ClassVar[str] = "openai"
+    base_url: ClassVar[str | None] = "https://api.openai.com"
+    chat_path: ClassVar[str] = "/v1/chat/completions"
+    embeddings_path: ClassVar[str | None] = "/v1/embeddings"
+    sends_model: ClassVar[bool] = True
+    instance: str = ""  # the instance this provider object serves (used in messages)
+
+    @classmethod
+    def needs_endpoint(cls) -> bool:
+        return cls.base_url is None
+
+    @classmethod
+    def has_embeddings(cls) -> bool:
+        return cls.embeddings_path is not None
+
+    def target(self, endpoint: str | None, auth: Any, model: str | None, net: NetPolicy) -> Target:
+        return self._target(endpoint, self.chat_path, auth, model, net)
+
+    def embeddings_target(
+        self, endpoint: str | None, auth: Any, model: str | None, net: NetPolicy
+    ) -> Target:
+        assert self.embeddings_path is not None  # config load rejects providers without it
+        return self._target(endpoint, self.embeddings_path, auth, model, net)
+
+    def _target(
+        self, endpoint: str | None, path: str, auth: Any, model: str | None, net: NetPolicy
+    ) -> Target:
+        base = endpoint or self.base_url
+        assert base is not None  # config load requires an endpoint for these providers
+        url = join_url(base, path.format(model=model or ""))
+        label = safe_label(url)
+        if auth.query:
+            url += ("&" if "?" in url else "?") + urlencode(auth.query)
+        headers = {"Content-Type": "application/json", **auth.header}
+        return Target(url=url, headers=headers, net=net, model=model, label=label)
+
+    def shape_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        if not self.sends_model:
+            body.pop("model", None)
+        if body.get("stream") is True:
+            # Ask for the usage chunk so token counts are known for streams too.
+            opts = body.get("stream_options")
+            body["stream_options"] = {**(opts if isinstance(opts, dict) else {}),
+                                      "include_usage": True}
+        return body
+
+    async def chat(self, clients: HttpClients, target: Target, body: dict[str, Any]) -> Reply:
+        data = orjson.dumps(self.shape_body(body))
+        resp = await clients.post(target, data)
+        return HttpReply(resp)
+
+    async def embed(self, clients: HttpClients, target: Target, texts: Sequence[str]) -> np.ndarray:
+        payload: dict[str, Any] = {"input": list(texts)}
+        if target.model:
+            payload["model"] = target.model
+        try:
+            resp = await clients.post(target, orjson.dumps(payload))
+            async with resp:
+                raw = await resp.read()
+        except UpstreamTimeoutError as exc:
+            raise EmbeddingError("embedding endpoint timed out", "embedding_timeout") from exc
+        except UpstreamError as exc:
+            raise EmbeddingError(f"embedding endpoint failed: {exc.message}") from exc
+        except TimeoutError as exc:
+            raise EmbeddingError("embedding endpoint timed out", "embedding_timeout") from exc
+        except aiohttp.ClientError as exc:
+            raise EmbeddingError("embedding endpoint connection failed") from exc
+        return parse_embeddings_response(resp.status, raw, len(texts))

@@ -1,0 +1,104 @@
+"""`echo`: a built-in provider for demos and dry runs; it never touches the network.
+
+It answers a valid chat.completion (or an SSE stream when `stream` is true) that
+names the instance and quotes the prompt, so routing can be seen end to end
+without keys.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import orjson
+
+from semproxy.providers.base import NetPolicy, Target
+from semproxy.providers.http import HttpClients
+
+
+class MemoryReply:
+    """A complete reply held in memory, served whole or as one chunk per event."""
+
+    __slots__ = ("_chunks", "content_type", "status")
+
+    def __init__(self, chunks: list[bytes], content_type: str) -> None:
+        self._chunks = chunks
+        self.status = 200
+        self.content_type = content_type
+
+    async def read(self) -> bytes:
+        return b"".join(self._chunks)
+
+    async def iter_chunks(self) -> AsyncIterator[bytes]:
+        for chunk in self._chunks:
+            yield chunk
+
+    def release(self) -> None:
+        self._chunks = []
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    for message in reversed(body.get("messages") or ()):
+        if isinstance(message, dict) and message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            if isinstance(content, list):
+                return " ".join(
+                    p["text"] for p in content
+                    if isinstance(p, dict) and isinstance(p.get("text"), str)
+                )
+    return ""
+
+
+@dataclass(frozen=True)
+class EchoProvider:
+    name: ClassVar[str] = "echo"
+    instance: str = ""
+
+    @classmethod
+    def needs_endpoint(cls) -> bool:
+        return False
+
+    @classmethod
+    def has_embeddings(cls) -> bool:
+        return False
+
+    def target(self, endpoint: str | None, auth: Any, model: str | None, net: NetPolicy) -> Target:
+        return Target(url="echo://local", headers={}, net=net, model=model, label="echo://local")
+
+    async def chat(self, clients: HttpClients, target: Target, body: dict[str, Any]) -> MemoryReply:
+        model = str(body.get("model") or target.model or "echo")
+        text = f"[{self.instance}] {last_user_text(body)}"
+        created = int(time.time())
+        usage = {"prompt_tokens": len(text.split()), "completion_tokens": len(text.split()),
+                 "total_tokens": 2 * len(text.split())}
+        if body.get("stream") is True:
+            return MemoryReply(_stream(model, text, created, usage), "text/event-stream")
+        completion = {
+            "id": f"chatcmpl-echo-{created}", "object": "chat.completion", "created": created,
+            "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                         "finish_reason": "stop"}],
+            "usage": usage,
+        }
+        return MemoryReply([orjson.dumps(completion)], "application/json")
+
+
+def _stream(model: str, text: str, created: int, usage: dict[str, int]) -> list[bytes]:
+    def event(delta: dict[str, Any], finish: str | None, extra: dict[str, Any]) -> bytes:
+        chunk = {"id": f"chatcmpl-echo-{created}", "object": "chat.completion.chunk",
+                 "created": created, "model": model,
+                 "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+        return b"data: " + orjson.dumps(chunk) + b"\n\n"
+
+    events = [event({"role": "assistant", "content": ""}, None, {})]
+    events += [event({"content": word + " "}, None, {}) for word in text.split()]
+    events.append(event({}, "stop", {}))
+    final = {"id": f"chatcmpl-echo-{created}", "object": "chat.completion.chunk",
+             "created": created, "model": model, "choices": [], "usage": usage}
+    events.append(b"data: " + orjson.dumps(final) + b"\n\n")
+    events.append(b"data: [DONE]\n\n")
+    return events

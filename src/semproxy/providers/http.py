@@ -1,0 +1,68 @@
+"""The shared HTTP client: one aiohttp session (keep-alive pool) per connection policy.
+
+Sessions are created lazily inside the running loop and closed with the worker.
+Upstream hosts share a session's connector, which keeps one idle pool per host,
+so every request to the same upstream reuses warm connections.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import aiohttp
+
+from semproxy.errors import UpstreamError, UpstreamTimeoutError
+
+if TYPE_CHECKING:
+    from semproxy.providers.base import Target
+
+
+class HttpClients:
+    def __init__(self) -> None:
+        self._sessions: dict[tuple[bool, float], aiohttp.ClientSession] = {}
+
+    def session(self, keepalive: bool, keepalive_timeout_s: float) -> aiohttp.ClientSession:
+        key = (keepalive, keepalive_timeout_s)
+        session = self._sessions.get(key)
+        if session is None or session.closed:
+            connector = aiohttp.TCPConnector(
+                limit=0,
+                force_close=not keepalive,
+                keepalive_timeout=keepalive_timeout_s if keepalive else None,
+                ttl_dns_cache=300,
+            )
+            session = aiohttp.ClientSession(
+                connector=connector,
+                json_serialize=None,  # bodies are pre-encoded with orjson
+                auto_decompress=True,
+                skip_auto_headers=("User-Agent",),
+            )
+            self._sessions[key] = session
+        return session
+
+    async def post(self, target: Target, data: bytes) -> aiohttp.ClientResponse:
+        """POST and return the response once headers arrived; the caller releases it.
+
+        The total timeout covers connect + headers + body; transport failures are
+        translated here into the gateway's error tree.
+        """
+        net = target.net
+        session = self.session(net.keepalive, net.keepalive_timeout_s)
+        timeout = aiohttp.ClientTimeout(total=net.timeout_s)
+        try:
+            return await session.post(
+                target.url,
+                data=data,
+                headers=target.headers,
+                timeout=timeout,
+                ssl=None if net.ssl_verify else False,
+            )
+        except TimeoutError as exc:
+            raise UpstreamTimeoutError(f"upstream {target.label} timed out") from exc
+        except aiohttp.ClientError as exc:
+            raise UpstreamError(f"upstream {target.label} unreachable: {type(exc).__name__}") from exc
+
+    async def aclose(self) -> None:
+        for session in self._sessions.values():
+            await session.close()
+        self._sessions.clear()

@@ -1,0 +1,11 @@
+"""Any self-hosted OpenAI-compatible server (vLLM, Ollama, llama.cpp, TGI).
+
+There is no public default host, so `override.endpoint` is required.
+"""
+
+from semproxy.providers.base import OpenAIStyleProvider
+
+
+class OpenAICompatibleProvider(OpenAIStyleProvider):
+    name = "openai-compatible"
+    base_url = None
