@@ -1,0 +1,136 @@
+"""Vector math for semantic routing: normalise, score instances, rank them.
+
+Everything here is pure numpy on already-embedded vectors; embedding and
+caching live elsewhere. The reference matrix holds every example of a route,
+grouped by instance, so scoring one prompt costs one matrix-vector product.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.intp]
+
+
+def normalize(matrix: npt.ArrayLike) -> npt.NDArray[np.float32]:
+    """L2-normalise each row of a matrix (or a single vector) as float32.
+
+    Once every vector has unit length, a dot product *is* the cosine, so the
+    hot path needs no divisions. float32 halves memory and is plenty for
+    ranking. A zero vector has no direction; it stays zero instead of turning
+    into NaN, so it scores 0 against everything and cannot poison a ranking.
+    """
+    values = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(values, axis=-1, keepdims=True)
+    out = np.zeros_like(values)
+    np.divide(values, norms, out=out, where=norms > 0)
+    return out
+
+
+def _segment_max(sims: FloatArray, starts: IntArray, k: int) -> FloatArray:
+    # Segments are contiguous, so reduceat computes every instance's maximum
+    # in one vectorised pass.
+    return np.maximum.reduceat(sims, starts).astype(np.float64)
+
+
+def _segment_top_k_mean(sims: FloatArray, starts: IntArray, k: int) -> FloatArray:
+    ends = np.append(starts[1:], len(sims))
+    out = np.empty(len(starts), dtype=np.float64)
+    for i, (start, end) in enumerate(zip(starts, ends, strict=True)):
+        segment = sims[start:end]
+        # k is capped by the example count: an instance with two examples is
+        # judged on both rather than being rejected for having few.
+        take = min(k, len(segment))
+        out[i] = np.partition(segment, len(segment) - take)[-take:].mean()
+    return out
+
+
+# How one instance's example cosines collapse into a single score.
+# "max" is the default: an instance is as relevant as its closest example.
+# A mean would punish instances whose examples deliberately cover several
+# distinct topics (code *and* SQL *and* shell), since any prompt is far from
+# most of them. "top_k_mean" is a middle ground that resists one lucky
+# outlier example while still not averaging over unrelated topics.
+AGGREGATIONS: dict[str, Callable[[FloatArray, IntArray, int], FloatArray]] = {
+    "max": _segment_max,
+    "top_k_mean": _segment_top_k_mean,
+}
+
+
+def instance_scores(
+    prompt: npt.ArrayLike,
+    refs: npt.ArrayLike,
+    bounds: npt.ArrayLike,
+    aggregation: str = "max",
+    k: int = 3,
+) -> FloatArray:
+    """Score each instance against a normalised prompt vector.
+
+    ``refs`` is the normalised ``(n_examples, dim)`` matrix, rows grouped by
+    instance; instance ``i`` owns rows ``bounds[i]:bounds[i + 1]`` and
+    ``bounds[-1] == len(refs)``. Returns ``(n_instances,)`` float64 scores;
+    an instance without examples scores ``-inf`` so it sorts last and is
+    dropped by :func:`rank` (it cannot be matched, only be a catchall).
+    """
+    aggregate = AGGREGATIONS.get(aggregation)
+    if aggregate is None:
+        raise ValueError(f"unknown aggregation {aggregation!r} (known: {sorted(AGGREGATIONS)})")
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    edges = np.asarray(bounds, dtype=np.intp)
+    ref_matrix = np.asarray(refs)
+    if edges.ndim != 1 or len(edges) < 1 or edges[-1] != len(ref_matrix):
+        raise ValueError("bounds must be 1-D segment starts ending with len(refs)")
+    sims = (ref_matrix @ np.asarray(prompt)).astype(np.float64)
+    starts = edges[:-1]
+    has_examples = np.diff(edges) > 0
+    scores = np.full(len(starts), -np.inf, dtype=np.float64)
+    if has_examples.any():
+        # Empty segments are skipped: reduceat would otherwise return the
+        # next instance's first cosine for them. Without them, each kept
+        # start runs exactly to the next kept start.
+        scores[has_examples] = aggregate(sims, starts[has_examples], k)
+    return scores
+
+
+def rank(
+    names: Sequence[str], scores: npt.ArrayLike, thresholds: Sequence[float]
+) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+    """Order instances by score and keep those that clear their own threshold.
+
+    Returns ``(cleared, ranking)``. ``ranking`` holds every instance with a
+    finite score, best first; a stable sort keeps configuration order on
+    ties, so equal scores resolve the same way on every request. ``cleared``
+    is the part of ``ranking`` whose score is >= that instance's threshold.
+    The threshold is per instance because cosine scales differ by topic: a
+    narrow domain may need 0.7 to be trusted while a broad one is fine at 0.4.
+    """
+    values = np.asarray(scores, dtype=np.float64)
+    if not len(names) == len(values) == len(thresholds):
+        raise ValueError("names, scores and thresholds must have the same length")
+    # Non-finite scores are dropped before sorting: NaN would break the sort.
+    finite = [i for i in range(len(names)) if np.isfinite(values[i])]
+    kept = sorted(finite, key=lambda i: -values[i])
+    ranking = [(names[i], float(values[i])) for i in kept]
+    cleared = [(names[i], float(values[i])) for i in kept if values[i] >= thresholds[i]]
+    return cleared, ranking
+
+
+def format_scores(ranking: Sequence[tuple[str, float]]) -> str:
+    """Render ``name:score`` pairs as ``code:0.8213,translate:0.1904``."""
+    return ",".join(f"{name}:{score:.4f}" for name, score in ranking)
+
+
+def margin(ranking: Sequence[tuple[str, float]]) -> float:
+    """Winner's lead over the runner-up; ``inf`` when there is no runner-up.
+
+    A small margin means the router barely preferred one instance, which is
+    what ``semproxy calibrate`` looks at when proposing thresholds.
+    """
+    if len(ranking) < 2:
+        return float("inf")
+    return ranking[0][1] - ranking[1][1]

@@ -1,0 +1,123 @@
+import math
+
+import numpy as np
+import pytest
+
+from semproxy.balancer.similarity import (
+    format_scores,
+    instance_scores,
+    margin,
+    normalize,
+    rank,
+)
+
+
+def test_normalize_vector_3_4_gives_0_6_0_8() -> None:
+    out = normalize([3.0, 4.0])
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, [0.6, 0.8], rtol=1e-6)
+
+
+def test_normalize_rows_independently() -> None:
+    out = normalize([[3.0, 4.0], [0.0, 2.0]])
+    np.testing.assert_allclose(out, [[0.6, 0.8], [0.0, 1.0]], rtol=1e-6)
+
+
+def test_zero_vector_and_zero_row_stay_zero() -> None:
+    assert normalize([0.0, 0.0]).tolist() == [0.0, 0.0]
+    out = normalize([[0.0, 0.0], [5.0, 0.0]])
+    assert out.tolist() == [[0.0, 0.0], [1.0, 0.0]]
+    assert not np.isnan(out).any()
+
+
+def test_orthogonal_scores_zero_and_identical_scores_one() -> None:
+    refs = normalize([[1.0, 0.0], [0.0, 1.0]])
+    prompt = normalize([1.0, 0.0])
+    scores = instance_scores(prompt, refs, [0, 1, 2])
+    assert scores.dtype == np.float64
+    assert scores.tolist() == pytest.approx([1.0, 0.0])
+
+
+def test_max_takes_best_example_not_the_mean() -> None:
+    # Instance "a" covers two unrelated topics; the prompt matches one exactly.
+    refs = normalize([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
+    prompt = normalize([0.0, 1.0])
+    scores = instance_scores(prompt, refs, [0, 2, 3])
+    assert scores.tolist() == pytest.approx([1.0, 0.8])
+
+
+def test_top_k_mean_averages_the_k_best() -> None:
+    # Cosines of instance a: 1.0, 0.8, 0.0 -> top-2 mean 0.9; b has one example.
+    refs = normalize([[0.0, 1.0], [0.6, 0.8], [1.0, 0.0], [0.8, 0.6]])
+    prompt = normalize([0.0, 1.0])
+    scores = instance_scores(prompt, refs, [0, 3, 4], aggregation="top_k_mean", k=2)
+    assert scores.tolist() == pytest.approx([0.9, 0.6])
+
+
+def test_top_k_mean_caps_k_at_example_count() -> None:
+    refs = normalize([[0.0, 1.0], [0.6, 0.8]])
+    prompt = normalize([0.0, 1.0])
+    scores = instance_scores(prompt, refs, [0, 2], aggregation="top_k_mean", k=5)
+    assert scores.tolist() == pytest.approx([0.9])
+
+
+@pytest.mark.parametrize("aggregation", ["max", "top_k_mean"])
+def test_instance_without_examples_scores_minus_inf(aggregation: str) -> None:
+    # Instances: a owns row 0, b owns nothing, c owns row 1, d owns nothing (at the end).
+    refs = normalize([[1.0, 0.0], [0.0, 1.0]])
+    prompt = normalize([0.0, 1.0])
+    scores = instance_scores(prompt, refs, [0, 1, 1, 2, 2], aggregation=aggregation)
+    assert scores[0] == pytest.approx(0.0)
+    assert scores[1] == -math.inf
+    assert scores[2] == pytest.approx(1.0)
+    assert scores[3] == -math.inf
+
+
+def test_all_instances_empty_score_minus_inf() -> None:
+    refs = np.zeros((0, 2), dtype=np.float32)
+    scores = instance_scores(normalize([1.0, 0.0]), refs, [0, 0, 0])
+    assert scores.tolist() == [-math.inf, -math.inf]
+
+
+def test_unknown_aggregation_and_bad_bounds_are_rejected() -> None:
+    refs = normalize([[1.0, 0.0]])
+    with pytest.raises(ValueError, match="aggregation"):
+        instance_scores(normalize([1.0, 0.0]), refs, [0, 1], aggregation="mean")
+    with pytest.raises(ValueError, match="bounds"):
+        instance_scores(normalize([1.0, 0.0]), refs, [0, 2])
+
+
+def test_rank_sorts_desc_and_drops_non_finite() -> None:
+    cleared, ranking = rank(["a", "b", "c"], np.array([0.2, -np.inf, 0.9]), [0.0, 0.0, 0.0])
+    assert ranking == [("c", pytest.approx(0.9)), ("a", pytest.approx(0.2))]
+    assert [name for name, _ in cleared] == ["c", "a"]
+
+
+def test_rank_ties_keep_config_order() -> None:
+    _, ranking = rank(["x", "y", "z"], np.array([0.5, 0.7, 0.5]), [0.0, 0.0, 0.0])
+    assert [name for name, _ in ranking] == ["y", "x", "z"]
+
+
+def test_rank_applies_each_instances_own_threshold() -> None:
+    # "code" scores higher but demands 0.9; "chat" clears its 0.5 bar.
+    cleared, ranking = rank(["code", "chat", "math"], np.array([0.8, 0.6, 0.4]), [0.9, 0.5, 0.4])
+    assert [name for name, _ in ranking] == ["code", "chat", "math"]
+    assert [name for name, _ in cleared] == ["chat", "math"]
+
+
+def test_rank_threshold_is_inclusive() -> None:
+    cleared, _ = rank(["a"], np.array([0.5]), [0.5])
+    assert cleared == [("a", 0.5)]
+
+
+def test_format_scores_exact_string() -> None:
+    assert format_scores([("code", 0.82134), ("translate", 0.19036)]) == (
+        "code:0.8213,translate:0.1904"
+    )
+    assert format_scores([]) == ""
+
+
+def test_margin_is_winner_minus_runner_up() -> None:
+    assert margin([("a", 0.75), ("b", 0.5), ("c", 0.1)]) == pytest.approx(0.25)
+    assert margin([("a", 0.75)]) == math.inf
+    assert margin([]) == math.inf
