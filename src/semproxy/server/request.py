@@ -1,0 +1,67 @@
+"""Reading and checking the client's request: size limit, JSON, chat shape, text to route on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from semproxy.errors import BadRequestError, PayloadTooLargeError
+
+# The semantic router embeds at most this much of the prompt: enough to capture
+# intent, small enough that a pasted document cannot make routing expensive.
+MAX_ROUTING_TEXT = 16 * 1024
+
+
+async def read_body(request: web.Request, limit: int) -> bytes:
+    """Read the whole body, refusing (413) as soon as it exceeds `limit` bytes."""
+    declared = request.content_length
+    if declared is not None and declared > limit:
+        raise PayloadTooLargeError(f"request body of {declared} bytes exceeds the limit of {limit}")
+    buf = bytearray()
+    while chunk := await request.content.readany():
+        buf += chunk
+        if len(buf) > limit:
+            raise PayloadTooLargeError(f"request body exceeds the limit of {limit} bytes")
+    return bytes(buf)
+
+
+def parse_chat(body: bytes) -> dict[str, Any]:
+    """The body as a chat request: a JSON object whose `messages` is a non-empty list."""
+    try:
+        payload = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequestError(f"request body is not valid JSON: {exc.msg}") from exc
+    if not isinstance(payload, dict):
+        raise BadRequestError("request body must be a JSON object")
+    messages = payload.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise BadRequestError("'messages' must be a non-empty array")
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise BadRequestError(f"messages[{i}] must be an object with a string 'role'")
+    return payload
+
+
+def routing_text(payload: dict[str, Any]) -> str:
+    """The text semantic routing looks at: the last user message, capped.
+
+    A content array contributes its text parts joined with a space; images and
+    other parts carry no text to compare, so they are skipped.
+    """
+    for message in reversed(payload["messages"]):
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            text = content
+        elif isinstance(content, list):
+            text = " ".join(
+                part["text"] for part in content
+                if isinstance(part, dict) and isinstance(part.get("text"), str)
+            )
+        else:
+            text = ""
+        return text[:MAX_ROUTING_TEXT].strip()
+    return ""
