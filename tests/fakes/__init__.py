@@ -1,0 +1,7 @@
+"""Real-socket test doubles for semproxy's upstreams (they never import semproxy)."""
+
+from .common import FakeServer, RecordedRequest
+from .embeddings import DEFAULT_AXES, FakeEmbeddings
+from .llm import FakeLLM
+
+__all__ = ["DEFAULT_AXES", "FakeEmbeddings", "FakeLLM", "FakeServer", "RecordedRequest"]
