@@ -1,0 +1,83 @@
+"""The semantic decision: given each instance's similarity, which instance serves.
+
+Pure: no I/O, no embedding. `embeddings/scorer.py` produces the scores; this
+module applies thresholds, the margin rule and negative examples, and explains
+its choice with a machine-readable reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from semproxy.balancer.similarity import format_scores, margin, rank
+
+MATCHED = "matched"
+BELOW_THRESHOLD = "below_threshold"
+LOW_MARGIN = "low_margin"
+NO_USER_TEXT = "no_user_text"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What semantic routing chose and why.
+
+    `cleared` are the instances whose score met their threshold, best first;
+    `ranking` every instance with examples and its score (empty when no score
+    could be computed, e.g. the embedding failed).
+    """
+
+    pick: str
+    reason: str
+    cleared: tuple[str, ...] = ()
+    ranking: tuple[tuple[str, float], ...] = ()
+
+    @property
+    def matched(self) -> bool:
+        return self.reason == MATCHED
+
+    @property
+    def route_label(self) -> str:
+        return self.pick if self.matched else "fallback"
+
+    @property
+    def top_score(self) -> float | None:
+        return self.ranking[0][1] if self.ranking else None
+
+    def scores_text(self) -> str:
+        return format_scores(self.ranking)
+
+
+def fallback(catchall: str, reason: str) -> Decision:
+    return Decision(pick=catchall, reason=reason)
+
+
+def decide(
+    names: Sequence[str],
+    scores: np.ndarray,
+    thresholds: Sequence[float],
+    catchall: str,
+    *,
+    min_margin: float = 0.0,
+    negative: np.ndarray | None = None,
+) -> Decision:
+    """Pick the best-scoring instance that clears its own threshold, else the catchall.
+
+    An instance whose closest negative example beats its closest positive one is
+    not a match (it keeps its score for display): the operator said "not this".
+    The margin rule sends near-ties to the catchall, because a prompt that is
+    equally close to two specialists is usually about neither.
+    """
+    cleared, ranking = rank(names, scores, thresholds)
+    if negative is not None:
+        vetoed = {n for n, neg, pos in zip(names, negative, scores, strict=True) if neg >= pos}
+        cleared = [(n, sc) for n, sc in cleared if n not in vetoed]
+    ranked = tuple(ranking)
+    if not cleared:
+        return Decision(pick=catchall, reason=BELOW_THRESHOLD, ranking=ranked)
+    if min_margin > 0 and margin(ranking) < min_margin and cleared[0][0] == ranking[0][0]:
+        return Decision(pick=catchall, reason=LOW_MARGIN, ranking=ranked)
+    return Decision(pick=cleared[0][0], reason=MATCHED,
+                    cleared=tuple(n for n, _ in cleared), ranking=ranked)

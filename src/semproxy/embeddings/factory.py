@@ -1,0 +1,48 @@
+"""Build the embedder chain a route's `embeddings` block asks for.
+
+local:  cache -> in-process model
+remote: cache -> circuit breaker -> provider HTTP call
+Routes of one config version with the same embeddings block share one chain
+(and so one prompt cache and one breaker).
+"""
+
+from __future__ import annotations
+
+from semproxy.config.runtime import EmbeddingSpec
+from semproxy.embeddings.base import Embedder
+from semproxy.embeddings.breaker import BreakerEmbedder, CircuitBreaker
+from semproxy.embeddings.cache import CachedEmbedder
+from semproxy.embeddings.local import LocalEmbedder
+from semproxy.embeddings.remote import RemoteEmbedder
+from semproxy.providers.http import HttpClients
+
+
+class EmbedderPool:
+    def __init__(self, clients: HttpClients) -> None:
+        self._clients = clients
+        self._chains: dict[str, Embedder] = {}
+        self.breakers: dict[str, CircuitBreaker] = {}
+        self.caches: dict[str, CachedEmbedder] = {}
+
+    def get(self, spec: EmbeddingSpec) -> Embedder:
+        key = spec.fingerprint
+        chain = self._chains.get(key)
+        if chain is None:
+            chain = self._build(spec)
+            self._chains[key] = chain
+        return chain
+
+    def _build(self, spec: EmbeddingSpec) -> Embedder:
+        inner: Embedder
+        if spec.client is None or spec.target is None:
+            inner = LocalEmbedder()
+        else:
+            remote = RemoteEmbedder(spec.client, spec.target, self._clients, spec.fingerprint)
+            breaker = CircuitBreaker(spec.breaker_failures, spec.breaker_cooldown_s)
+            self.breakers[spec.fingerprint] = breaker
+            inner = BreakerEmbedder(remote, breaker)
+        if spec.cache_size == 0:
+            return inner
+        cached = CachedEmbedder(inner, spec.cache_size)
+        self.caches[spec.fingerprint] = cached
+        return cached
