@@ -1,0 +1,139 @@
+"""In-process embeddings with the `wordllama` package, whose weights ship in its wheel.
+
+This is the default embedder: no key, no network, and a typical prompt embeds
+in tens of microseconds. The model is loaded once per process by `load_model`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import importlib
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from semproxy.embeddings import Vectors
+from semproxy.errors import EmbeddingError
+
+MODEL_CONFIG = "l2_supercat"
+MODEL_DIM = 256
+
+# When to embed on the event loop and when in a worker thread. Measured on the
+# dev box (CPython 3.11, wordllama 0.3, one core):
+#   1 prompt of ~70 chars ......... ~24-29 us      asyncio.to_thread hop alone ... ~50 us
+#   8 prompts ..................... ~130 us        to_thread + 1 prompt ......... ~110 us
+#   32 prompts .................... ~330 us        1 text of 1,000 chars ........ ~200 us
+#   256 prompts ................... ~2.4 ms        1 text of 16,000 chars ....... ~3.4 ms
+# Cost is roughly 20 us + 0.2 us per character. Below ~1 KiB the thread hop
+# costs more than the work it would move off the loop, so small batches run
+# inline; anything bigger would stall every other request for longer than a
+# hop, so it goes to a thread.
+INLINE_MAX_TEXTS = 32
+INLINE_MAX_CHARS = 1024
+
+
+@functools.cache
+def _import_wordllama() -> ModuleType:
+    """Import wordllama without letting it reconfigure our logging.
+
+    `wordllama/__init__.py` calls `logging.basicConfig(level=INFO)`, which adds
+    a stderr handler to the root logger and lowers its level; that would
+    duplicate and reformat every log line of the gateway. We snapshot the root
+    logger, import, and undo whatever the import added.
+    """
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        module = importlib.import_module("wordllama")
+    finally:
+        for handler in [h for h in root.handlers if h not in handlers]:
+            root.removeHandler(handler)
+            handler.close()
+        root.setLevel(level)
+    return module
+
+
+@functools.cache
+def load_model() -> Any:
+    """Load the wordllama model once per process (blocking; ~150 ms).
+
+    `functools.cache` is the process-wide cache: no mutable global, and a failed
+    load raises and is not cached, so the next call tries again.
+    """
+    wordllama: Any = _import_wordllama()
+    # By default WordLlama looks for the tokenizer config in ~/.cache/wordllama
+    # and downloads from Hugging Face when it is missing, although the wheel
+    # already holds both files under the package folder. Pointing cache_dir at
+    # the package folder finds them there, and disable_download guarantees we
+    # never reach for the network (the gateway may run air-gapped).
+    return wordllama.WordLlama.load(
+        config=MODEL_CONFIG,
+        dim=MODEL_DIM,
+        cache_dir=Path(wordllama.__file__).parent,
+        disable_download=True,
+    )
+
+
+def embed_with(model: Any, texts: Sequence[str]) -> Vectors:
+    """Embed `texts` with a loaded model (blocking); float32 (len(texts), MODEL_DIM).
+
+    Blank (empty or whitespace-only) texts map to the zero vector. wordllama
+    gives "" the zero vector but "   " a non-zero one made of whitespace
+    tokens; neither carries meaning, so we make both the same, deterministic,
+    finite answer. A zero vector scores 0 against everything once
+    normalisation guards a zero norm. Any other non-finite row is an error.
+    """
+    out = np.zeros((len(texts), MODEL_DIM), dtype=np.float32)
+    keep = [i for i, text in enumerate(texts) if text.strip()]
+    if keep:
+        out[keep] = model.embed([texts[i] for i in keep])
+    if not np.isfinite(out).all():
+        raise EmbeddingError("local embedding produced a non-finite vector")
+    return out
+
+
+def is_small_batch(texts: Sequence[str]) -> bool:
+    """True when embedding `texts` is cheaper than a hop to a worker thread."""
+    return len(texts) <= INLINE_MAX_TEXTS and sum(map(len, texts)) <= INLINE_MAX_CHARS
+
+
+class LocalEmbedder:
+    """The `Embedder` backed by wordllama, running in this process."""
+
+    fingerprint = f"local:wordllama-{MODEL_CONFIG}-{MODEL_DIM}"
+
+    def __init__(self) -> None:
+        self._model: Any = None
+
+    async def warm(self) -> None:
+        """Load the model in a worker thread, so startup never blocks the loop.
+
+        Two concurrent first calls may both load (functools.cache does not
+        lock); the second result is discarded, which is cheaper than a lock.
+        """
+        if self._model is None:
+            try:
+                self._model = await asyncio.to_thread(load_model)
+            except Exception as exc:  # any load failure (missing file, bad weights)
+                raise EmbeddingError(f"cannot load the wordllama model: {exc}") from exc
+
+    async def embed(self, texts: Sequence[str]) -> Vectors:
+        """Embed inline for small batches, in a worker thread for large ones."""
+        await self.warm()
+        batch = list(texts)
+        try:
+            if is_small_batch(batch):
+                return embed_with(self._model, batch)
+            return await asyncio.to_thread(embed_with, self._model, batch)
+        except EmbeddingError:
+            raise
+        except Exception as exc:  # the fail-open path: whatever wordllama raises
+            raise EmbeddingError(f"local embedding failed: {exc}") from exc
+
+    async def aclose(self) -> None:
+        """Nothing to release: the model is shared by the whole process."""
