@@ -9,7 +9,7 @@ Routes of one config version with the same embeddings block share one chain
 from __future__ import annotations
 
 from semproxy.config.runtime import EmbeddingSpec
-from semproxy.embeddings.base import Embedder
+from semproxy.embeddings import Embedder
 from semproxy.embeddings.breaker import BreakerEmbedder, CircuitBreaker
 from semproxy.embeddings.cache import CachedEmbedder
 from semproxy.embeddings.local import LocalEmbedder

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from semproxy.balancer.similarity import instance_scores, normalize
-from semproxy.embeddings.base import Embedder
+from semproxy.embeddings import Embedder
 from semproxy.errors import EmbeddingError
 
 
@@ -54,7 +54,7 @@ class PromptScorer:
         aggregation: str = "max",
         k: int = 3,
     ) -> None:
-        self._instances = tuple(i for i in instances if i.examples)
+        self.instances = tuple(i for i in instances if i.examples)
         self._embedder = embedder
         self._aggregation = aggregation
         self._k = k
@@ -63,7 +63,7 @@ class PromptScorer:
 
     @property
     def names(self) -> tuple[str, ...]:
-        return tuple(i.name for i in self._instances)
+        return tuple(i.name for i in self.instances)
 
     async def references(self) -> References:
         """The reference matrix, built once; concurrent first requests share one build."""
@@ -80,8 +80,8 @@ class PromptScorer:
                 self._building = None
 
     async def _build(self) -> References:
-        positives = [i.examples for i in self._instances]
-        negatives = [i.negative_examples for i in self._instances]
+        positives = [i.examples for i in self.instances]
+        negatives = [i.negative_examples for i in self.instances]
         texts = [t for group in positives for t in group]
         neg_texts = [t for group in negatives for t in group]
         vectors = await self._embedder.embed(texts + neg_texts)
@@ -90,7 +90,7 @@ class PromptScorer:
         matrix = normalize(vectors)
         return References(
             names=self.names,
-            thresholds=tuple(i.threshold for i in self._instances),
+            thresholds=tuple(i.threshold for i in self.instances),
             matrix=np.ascontiguousarray(matrix[: len(texts)]),
             bounds=_bounds(positives),
             negatives=np.ascontiguousarray(matrix[len(texts):]) if neg_texts else None,

@@ -1,0 +1,5 @@
+import sys
+
+from semproxy.cli import main
+
+sys.exit(main())

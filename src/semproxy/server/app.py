@@ -1,0 +1,89 @@
+"""The gateway application: one aiohttp app per worker, holding the live route table.
+
+`Gateway` owns the shared HTTP client, the embedder pool and the current
+`RouteTable`; swapping the table is a single attribute assignment, so a request
+keeps the version it started with.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+import orjson
+from aiohttp import web
+
+from semproxy.config.runtime import GatewayConfig
+from semproxy.embeddings.factory import EmbedderPool
+from semproxy.errors import GatewayError
+from semproxy.providers.http import HttpClients
+from semproxy.server.handler import handle
+from semproxy.server.routes import RouteTable
+
+log = logging.getLogger("semproxy.server")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+# Above every route's own max_req_body_size: the handler enforces the per-route
+# limit while reading, so aiohttp's global cap must never fire first.
+CLIENT_MAX_SIZE = 1 << 40
+
+
+class Gateway:
+    def __init__(self, config: GatewayConfig) -> None:
+        self.clients = HttpClients()
+        self.table = RouteTable(config, EmbedderPool(self.clients))
+
+    @property
+    def config(self) -> GatewayConfig:
+        return self.table.config
+
+    async def apply(self, config: GatewayConfig) -> None:
+        """Build the new version completely (reference vectors included), then swap."""
+        table = RouteTable(config, EmbedderPool(self.clients))
+        await table.warm()
+        self.table = table
+        log.info("config version %s active (%d routes)", config.version, len(config.routes))
+
+    async def proxy(self, request: web.Request) -> web.StreamResponse:
+        return await handle(request, self.table, self.clients)
+
+    async def aclose(self) -> None:
+        await self.clients.aclose()
+
+
+def json_response(data: object, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(data), status=status, content_type="application/json")
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every failure leaves as an OpenAI-shaped JSON error; never a traceback."""
+    try:
+        return await handler(request)
+    except GatewayError as exc:
+        return web.Response(body=exc.body(), status=exc.status, content_type="application/json")
+    except web.HTTPException as exc:
+        err = GatewayError(exc.reason)
+        return web.Response(body=err.body(), status=exc.status,
+                            content_type="application/json")
+    except Exception:  # outermost layer: log it, answer 500 without internals
+        log.exception("unhandled error on %s", request.path)
+        err = GatewayError("internal gateway error")
+        return web.Response(body=err.body(), status=500, content_type="application/json")
+
+
+def build_app(gateway: Gateway) -> web.Application:
+    app = web.Application(middlewares=[error_middleware], client_max_size=CLIENT_MAX_SIZE,
+                          handler_args={"max_field_size": 16384})
+
+    async def healthz(request: web.Request) -> web.Response:
+        return json_response({"status": "ok", "version": gateway.table.version})
+
+    async def on_cleanup(app: web.Application) -> None:
+        await gateway.aclose()
+
+    app.router.add_get("/healthz", healthz)
+    app.router.add_route("*", "/{tail:.*}", gateway.proxy)
+    app.on_cleanup.append(on_cleanup)
+    return app

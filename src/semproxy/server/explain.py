@@ -1,0 +1,64 @@
+"""`semproxy explain` and the admin explain endpoint: the gateway's decision, spelled out.
+
+It runs the very selector a request would use (same embedder chain, same
+thresholds) and calls no LLM.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from semproxy.balancer.similarity import margin
+from semproxy.config.runtime import GatewayConfig
+from semproxy.embeddings.factory import EmbedderPool
+from semproxy.errors import BadRequestError, NotFoundError
+from semproxy.providers.http import HttpClients
+from semproxy.server.routes import SemanticSelector, build_route
+
+
+async def explain_with(selector: SemanticSelector, prompt: str) -> dict[str, Any]:
+    decision = await selector.decide(prompt.strip())
+    thresholds = dict(zip(selector.scorer.names,
+                          (i.threshold for i in selector.scorer.instances), strict=True))
+    gap = margin(list(decision.ranking))
+    return {
+        "route": selector.route_id,
+        "pick": decision.pick,
+        "reason": decision.reason,
+        "catchall": selector.spec.catchall,
+        "margin": None if math.isinf(gap) else round(gap, 4),
+        "scores": [
+            {"instance": name, "score": round(score, 4), "threshold": thresholds[name],
+             "cleared": name in decision.cleared}
+            for name, score in decision.ranking
+        ],
+    }
+
+
+async def explain(config: GatewayConfig, route_id: str, prompt: str) -> dict[str, Any]:
+    spec = next((r for r in config.routes if r.id == route_id), None)
+    if spec is None:
+        raise NotFoundError(f"no route with id {route_id!r}")
+    clients = HttpClients()
+    try:
+        route = build_route(spec, EmbedderPool(clients))
+        if route.semantic is None:
+            raise BadRequestError(f"route {route_id!r} does not use semantic balancing")
+        return await explain_with(route.semantic, prompt)
+    finally:
+        await clients.aclose()
+
+
+def render(result: dict[str, Any]) -> str:
+    lines = [f"route {result['route']}: pick {result['pick']} ({result['reason']})"]
+    for row in result["scores"]:
+        mark = "*" if row["cleared"] else " "
+        lines.append(f" {mark} {row['instance']:<24} {row['score']:>8.4f}  "
+                     f"threshold {row['threshold']:.2f}")
+    if not result["scores"]:
+        lines.append("   (no scores: embedding failed or no user text)")
+    if result["margin"] is not None:
+        lines.append(f"margin to runner-up: {result['margin']:.4f}")
+    lines.append(f"catchall: {result['catchall']}")
+    return "\n".join(lines)
