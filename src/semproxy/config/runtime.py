@@ -255,7 +255,7 @@ def _semantic(
 def _catchall(multi: s.AIProxyMulti, ppath: str, errs: _Errors) -> str | None:
     marked = [(j, i) for j, i in enumerate(multi.instances) if i.catchall]
     named = multi.semantic_opts.fallback if multi.semantic_opts else None
-    for j, inst in marked[1:]:
+    for j, _ in marked[1:]:
         errs.add(f"{ppath}.instances[{j}].catchall", "only one instance can be the catchall")
     for j, inst in marked:
         if inst.examples:
@@ -271,10 +271,8 @@ def _catchall(multi: s.AIProxyMulti, ppath: str, errs: _Errors) -> str | None:
 
 
 def _embeddings(e: s.Embeddings, epath: str, errs: _Errors) -> EmbeddingSpec | None:
-    common = {"model": e.model, "cache_size": e.cache_size,
-              "breaker_failures": e.breaker_failures, "breaker_cooldown_s": e.breaker_cooldown}
     if e.provider == LOCAL_EMBEDDINGS:
-        return EmbeddingSpec(provider=e.provider, client=None, target=None, **common)
+        return _embedding_spec(e, None, None)
     cls = PROVIDERS.get(e.provider)
     if cls is None or not cls.has_embeddings():
         what = "unknown embeddings provider" if cls is None else "provider has no embeddings API"
@@ -288,4 +286,14 @@ def _embeddings(e: s.Embeddings, epath: str, errs: _Errors) -> EmbeddingSpec | N
     assert isinstance(client, EmbeddingsProvider)
     net = NetPolicy(e.timeout / 1000, e.ssl_verify, True, 60.0)
     target = client.embeddings_target(e.override.endpoint, e.auth, e.model, net)
-    return EmbeddingSpec(provider=e.provider, client=client, target=target, **common)
+    return _embedding_spec(e, client, target)
+
+
+def _embedding_spec(
+    e: s.Embeddings, client: EmbeddingsProvider | None, target: Target | None
+) -> EmbeddingSpec:
+    return EmbeddingSpec(
+        provider=e.provider, model=e.model, client=client, target=target,
+        cache_size=e.cache_size, breaker_failures=e.breaker_failures,
+        breaker_cooldown_s=e.breaker_cooldown,
+    )

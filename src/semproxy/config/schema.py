@@ -194,12 +194,17 @@ class Plugins(Strict):
     ai_proxy: AIProxy | None = Field(default=None, alias="ai-proxy")
 
 
+HttpMethod = Literal["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]
+
+
+def _post_only() -> list[HttpMethod]:
+    return ["POST"]
+
+
 class Route(Strict):
     id: Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$")]
     uri: Annotated[str, StringConstraints(pattern=r"^/")]
-    methods: list[Literal["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]] = Field(
-        default_factory=lambda: ["POST"]
-    )
+    methods: list[HttpMethod] = Field(default_factory=_post_only)
     plugins: Plugins
 
 

@@ -57,9 +57,9 @@ class Reply(Protocol):
 
 
 class ChatProvider(Protocol):
-    name: str
-
-    def target(self, endpoint: str | None, auth: Any, model: str | None, net: NetPolicy) -> Target: ...
+    def target(
+        self, endpoint: str | None, auth: Any, model: str | None, net: NetPolicy
+    ) -> Target: ...
 
     async def chat(self, clients: HttpClients, target: Target, body: dict[str, Any]) -> Reply: ...
 

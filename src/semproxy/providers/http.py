@@ -33,7 +33,6 @@ class HttpClients:
             )
             session = aiohttp.ClientSession(
                 connector=connector,
-                json_serialize=None,  # bodies are pre-encoded with orjson
                 auto_decompress=True,
                 skip_auto_headers=("User-Agent",),
             )
@@ -55,12 +54,13 @@ class HttpClients:
                 data=data,
                 headers=target.headers,
                 timeout=timeout,
-                ssl=None if net.ssl_verify else False,
+                ssl=net.ssl_verify,
             )
         except TimeoutError as exc:
             raise UpstreamTimeoutError(f"upstream {target.label} timed out") from exc
         except aiohttp.ClientError as exc:
-            raise UpstreamError(f"upstream {target.label} unreachable: {type(exc).__name__}") from exc
+            reason = type(exc).__name__
+            raise UpstreamError(f"upstream {target.label} unreachable: {reason}") from exc
 
     async def aclose(self) -> None:
         for session in self._sessions.values():

@@ -6,6 +6,7 @@ provider call -> relay the response (whole or streamed) with debug headers.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
@@ -174,14 +175,10 @@ async def relay_stream(request: web.Request, reply: Reply, headers: dict[str, st
 
 
 async def _write_quietly(response: web.StreamResponse, data: bytes) -> None:
-    try:
+    with contextlib.suppress(ConnectionResetError, aiohttp.ClientConnectionResetError):
         await response.write(data)
-    except (ConnectionResetError, aiohttp.ClientConnectionResetError):
-        pass
 
 
 async def _write_eof_quietly(response: web.StreamResponse) -> None:
-    try:
+    with contextlib.suppress(ConnectionResetError, aiohttp.ClientConnectionResetError):
         await response.write_eof()
-    except (ConnectionResetError, aiohttp.ClientConnectionResetError):
-        pass
