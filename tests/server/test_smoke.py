@@ -6,7 +6,6 @@ from pathlib import Path
 
 import aiohttp
 import yaml
-
 from tests.conftest import GatewayFactory, chat
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart.yaml"
