@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Protocol
 
 import orjson
+import yaml
 
 from semproxy.config.etcd import EtcdClient, EtcdCompacted, EtcdError
 from semproxy.config.loader import load_data, load_file, parse_document
@@ -33,6 +35,8 @@ class ConfigSource(Protocol):
     async def load(self) -> GatewayConfig: ...
 
     def changes(self) -> AsyncIterator[None]: ...
+
+    async def save(self, document: dict[str, Any]) -> None: ...
 
     async def aclose(self) -> None: ...
 
@@ -60,6 +64,16 @@ class FileSource:
     async def load(self) -> GatewayConfig:
         self._seen = self._stamp()
         return await asyncio.to_thread(load_file, self.path)
+
+    async def save(self, document: dict[str, Any]) -> None:
+        """Write atomically (temp file + rename) so a watcher never reads half a file."""
+        if self.path.suffix == ".json":
+            text = orjson.dumps(document, option=orjson.OPT_INDENT_2).decode()
+        else:
+            text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
+        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        await asyncio.to_thread(tmp.write_text, text, "utf-8")
+        await asyncio.to_thread(os.replace, tmp, self.path)
 
     async def changes(self) -> AsyncIterator[None]:
         while True:
@@ -136,6 +150,9 @@ class EtcdSource:
             delay = min(delay * 2, self._backoff_max)
             # After an outage, re-read: changes may have happened while we were away.
             yield None
+
+    async def save(self, document: dict[str, Any]) -> None:
+        await self.push(document)
 
     async def push(self, document: dict[str, Any]) -> int:
         """Write a whole config document: one key per route, stale routes removed."""
