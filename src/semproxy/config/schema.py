@@ -10,7 +10,14 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+)
 
 # Instance names travel in response headers and metric labels: keep them to a
 # token alphabet so no CR/LF or separator can ever be injected through config.
@@ -21,7 +28,16 @@ Threshold = Annotated[float, Field(ge=-1.0, le=1.0)]
 HeaderMap = dict[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._-]+$")], str]
 FallbackKind = Literal["instance_health_and_rate_limiting", "http_429", "http_5xx"]
 
-_BLANK = re.compile(r"^\s*$")
+
+
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must not be empty or blank")
+    return text
+
+
+# An item-level check, so a blank example is reported at its own path (examples[3]).
+Example = Annotated[str, AfterValidator(_not_blank)]
 
 
 class Strict(BaseModel):
@@ -100,18 +116,10 @@ class Instance(Strict):
     options: dict[str, Any] = Field(default_factory=dict)
     override: Override = Field(default_factory=Override)
     checks: Checks | None = None
-    examples: list[str] | None = Field(default=None, min_length=1, max_length=64)
-    negative_examples: list[str] | None = Field(default=None, min_length=1, max_length=64)
+    examples: list[Example] | None = Field(default=None, min_length=1, max_length=64)
+    negative_examples: list[Example] | None = Field(default=None, min_length=1, max_length=64)
     threshold: Threshold | None = None
     catchall: bool = False
-
-    @field_validator("examples", "negative_examples")
-    @classmethod
-    def _non_blank(cls, value: list[str] | None) -> list[str] | None:
-        for i, text in enumerate(value or ()):
-            if _BLANK.match(text):
-                raise ValueError(f"item {i} is empty or blank")
-        return value
 
 
 class Balancer(Strict):

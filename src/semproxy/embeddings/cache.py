@@ -41,6 +41,7 @@ class CachedEmbedder:
         self._inner = inner
         self._max_entries = max_entries
         self._entries: OrderedDict[Key, Row] = OrderedDict()
+        self._dim: int | None = None  # dimension of every cached row
         self._inflight: dict[Key, asyncio.Future[Row]] = {}
 
     def __len__(self) -> int:
@@ -105,10 +106,22 @@ class CachedEmbedder:
             for text in texts:
                 self._inflight.pop((self.fingerprint, text), None)
         result = dict(zip(texts, rows, strict=True))
+        self._check_dim(rows)
         for text, row in result.items():
             futures[text].set_result(row)
             self._store((self.fingerprint, text), row)
         return result
+
+    def _check_dim(self, rows: list[Row]) -> None:
+        """A new dimension means the model changed behind the same fingerprint.
+
+        Every cached row then belongs to the old model; serving them would keep
+        rebuilt references in the old space forever, so the cache starts over.
+        """
+        dim = int(rows[0].shape[0]) if rows else self._dim
+        if self._dim is not None and dim != self._dim:
+            self._entries.clear()
+        self._dim = dim
 
     def _store(self, key: Key, row: Row) -> None:
         self._entries[key] = row

@@ -14,11 +14,14 @@ from semproxy.config.runtime import GatewayConfig
 from semproxy.embeddings.factory import EmbedderPool
 from semproxy.errors import BadRequestError, NotFoundError
 from semproxy.providers.http import HttpClients
+from semproxy.server.request import routing_text
 from semproxy.server.routes import SemanticSelector, build_route
 
 
 async def explain_with(selector: SemanticSelector, prompt: str) -> dict[str, Any]:
-    decision = await selector.decide(prompt.strip())
+    # Exactly the text a request with this prompt would be routed on (capped, stripped).
+    decision = await selector.decide(routing_text({"messages": [{"role": "user",
+                                                                 "content": prompt}]}))
     thresholds = dict(zip(selector.scorer.names,
                           (i.threshold for i in selector.scorer.instances), strict=True))
     gap = margin(list(decision.ranking))

@@ -99,8 +99,9 @@ class RouteState:
         key = hash_key(request, spec.hash_on, spec.key, consumer) if spec.algorithm == "chash" \
             else None
         preferred: Sequence[str] = ()
-        if decision is not None:
-            preferred = (*decision.cleared, decision.pick) if decision.matched \
+        if decision is not None and spec.semantic is not None:
+            # The matches best first, then the catchall (already the pick on a fallback).
+            preferred = (*decision.cleared, spec.semantic.catchall) if decision.matched \
                 else (decision.pick,)
         return Candidates(preferred, self.picker, self.names, key)
 
