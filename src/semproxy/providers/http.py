@@ -35,6 +35,8 @@ class HttpClients:
                 connector=connector,
                 auto_decompress=True,
                 skip_auto_headers=("User-Agent",),
+                # Never keep upstream cookies: they would be replayed for other clients.
+                cookie_jar=aiohttp.DummyCookieJar(),
             )
             self._sessions[key] = session
         return session
