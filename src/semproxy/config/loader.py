@@ -88,15 +88,17 @@ def load_data(data: Any, env: Mapping[str, str] | None = None) -> GatewayConfig:
     """Validate a parsed document and build the runtime config (or raise ConfigError)."""
     if not isinstance(data, dict):
         raise ConfigError(["<root>: the config must be a mapping"])
-    version = hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+    document = data
     data, errors = substitute_env(data, os.environ if env is None else env)
     if errors:
         raise ConfigError(errors)
+    # The version covers the substituted values too, so a rotated secret is a new version.
+    version = hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
     try:
         raw = Root.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(validation_messages(exc)) from exc
-    return build(raw, version[:12])
+    return build(raw, version[:12], document)
 
 
 def load_text(text: str, source: str = "<config>", env: Mapping[str, str] | None = None

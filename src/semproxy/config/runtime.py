@@ -7,6 +7,7 @@ request path never re-derives anything from raw config.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -93,6 +94,7 @@ class RouteSpec:
     max_body: int
     debug_headers: bool
     logging: s.Logging
+    key_auth: s.KeyAuth | None = None
 
     def instance(self, name: str) -> InstanceSpec:
         return next(i for i in self.instances if i.name == name)
@@ -107,6 +109,11 @@ class GatewayConfig:
     shutdown_grace_s: float
     raw: s.Root
     warnings: tuple[str, ...] = field(default=())
+    # The document as written (before ${VAR} substitution): what the admin API
+    # edits and what is pushed to etcd, so secrets stay in each replica's env.
+    document: Mapping[str, Any] = field(default_factory=dict)
+    # sha256(key) -> consumer name; keys themselves are not kept after load.
+    consumers: Mapping[bytes, str] = field(default_factory=dict)
 
 
 class _Errors:
@@ -118,7 +125,8 @@ class _Errors:
         self.items.append(f"{path}: {message}")
 
 
-def build(raw: s.Root, version: str) -> GatewayConfig:
+def build(raw: s.Root, version: str, document: Mapping[str, Any] | None = None
+          ) -> GatewayConfig:
     errs = _Errors()
     routes = []
     seen: set[str] = set()
@@ -130,6 +138,7 @@ def build(raw: s.Root, version: str) -> GatewayConfig:
         spec = _route(route, path, errs)
         if spec is not None:
             routes.append(spec)
+    consumers = _consumers(raw, errs)
     if errs.items:
         raise ConfigError(errs.items)
     for warning in errs.warnings:
@@ -137,7 +146,23 @@ def build(raw: s.Root, version: str) -> GatewayConfig:
     return GatewayConfig(
         listen=raw.listen, admin=raw.admin, routes=tuple(routes), version=version,
         shutdown_grace_s=raw.shutdown_grace, raw=raw, warnings=tuple(errs.warnings),
+        document=MappingProxyType(dict(document or {})),
+        consumers=MappingProxyType(consumers),
     )
+
+
+def _consumers(raw: s.Root, errs: _Errors) -> dict[bytes, str]:
+    out: dict[bytes, str] = {}
+    names: set[str] = set()
+    for i, consumer in enumerate(raw.consumers):
+        if consumer.username in names:
+            errs.add(f"consumers[{i}].username", f"duplicate consumer {consumer.username!r}")
+        names.add(consumer.username)
+        digest = hashlib.sha256(consumer.plugins.key_auth.key.encode()).digest()
+        if digest in out:
+            errs.add(f"consumers[{i}].plugins.key-auth.key", "the same key is used twice")
+        out[digest] = consumer.username
+    return out
 
 
 def _route(route: s.Route, path: str, errs: _Errors) -> RouteSpec | None:
@@ -165,6 +190,7 @@ def _route(route: s.Route, path: str, errs: _Errors) -> RouteSpec | None:
         algorithm=balancer.algorithm, hash_on=balancer.hash_on, key=balancer.key,
         semantic=semantic, retry=_retry(multi), max_body=multi.max_req_body_size,
         debug_headers=multi.debug_headers, logging=multi.logging,
+        key_auth=route.plugins.key_auth,
     )
 
 

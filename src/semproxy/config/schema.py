@@ -192,9 +192,30 @@ class AIProxy(Strict):
     debug_headers: bool = False
 
 
+class KeyAuth(Strict):
+    """APISIX key-auth on a route: the client presents a consumer's key."""
+
+    header: str = "apikey"
+    query: str = "apikey"
+
+
 class Plugins(Strict):
     ai_proxy_multi: AIProxyMulti | None = Field(default=None, alias="ai-proxy-multi")
     ai_proxy: AIProxy | None = Field(default=None, alias="ai-proxy")
+    key_auth: KeyAuth | None = Field(default=None, alias="key-auth")
+
+
+class ConsumerKey(Strict):
+    key: Annotated[str, StringConstraints(min_length=8)]
+
+
+class ConsumerPlugins(Strict):
+    key_auth: ConsumerKey = Field(alias="key-auth")
+
+
+class Consumer(Strict):
+    username: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,100}$")]
+    plugins: ConsumerPlugins
 
 
 HttpMethod = Literal["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]
@@ -221,4 +242,5 @@ class Root(Strict):
     listen: str = "127.0.0.1:9080"
     admin: Admin | None = None
     routes: list[Route] = Field(default_factory=list)
+    consumers: list[Consumer] = Field(default_factory=list)
     shutdown_grace: float = Field(default=10.0, ge=0)

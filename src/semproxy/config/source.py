@@ -1,0 +1,173 @@
+"""Where config versions come from: a file on disk or a prefix in etcd.
+
+Both sources go through one interface: `load()` reads and builds a complete
+version (or raises ConfigError / SourceError), `changes()` yields whenever a new
+version may be available. The watcher in the server does the rest: parse,
+validate, build, swap; on any failure the running version keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, Protocol
+
+import orjson
+import yaml
+
+from semproxy.config.etcd import EtcdClient, EtcdCompacted, EtcdError
+from semproxy.config.loader import load_data, load_file, parse_document
+from semproxy.config.runtime import GatewayConfig
+
+log = logging.getLogger("semproxy.config")
+
+
+class SourceError(Exception):
+    """The source itself is unavailable (as opposed to holding an invalid config)."""
+
+
+class ConfigSource(Protocol):
+    description: str
+
+    async def load(self) -> GatewayConfig: ...
+
+    def changes(self) -> AsyncIterator[None]: ...
+
+    async def save(self, document: dict[str, Any]) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+class FileSource:
+    """A config file, polled for changes (mtime, size and content) every `interval_s`.
+
+    Polling keeps the dependency list short and works on every filesystem,
+    including bind mounts and ConfigMaps where inotify events are unreliable.
+    """
+
+    def __init__(self, path: str | Path, interval_s: float = 0.5) -> None:
+        self.path = Path(path)
+        self.description = f"file {self.path}"
+        self._interval = interval_s
+        self._seen = self._stamp()
+
+    def _stamp(self) -> tuple[int, int, bytes] | None:
+        try:
+            stat = self.path.stat()
+            return stat.st_mtime_ns, stat.st_size, self.path.read_bytes()
+        except OSError:
+            return None
+
+    async def load(self) -> GatewayConfig:
+        self._seen = self._stamp()
+        return await asyncio.to_thread(load_file, self.path)
+
+    async def save(self, document: dict[str, Any]) -> None:
+        """Write atomically (temp file + rename) so a watcher never reads half a file."""
+        if self.path.suffix == ".json":
+            text = orjson.dumps(document, option=orjson.OPT_INDENT_2).decode()
+        else:
+            text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
+        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        await asyncio.to_thread(tmp.write_text, text, "utf-8")
+        await asyncio.to_thread(os.replace, tmp, self.path)
+
+    async def changes(self) -> AsyncIterator[None]:
+        while True:
+            await asyncio.sleep(self._interval)
+            stamp = self._stamp()
+            if stamp is not None and stamp != self._seen:
+                self._seen = stamp
+                yield None
+
+    async def aclose(self) -> None:
+        return None
+
+
+def document_from_etcd(items: list[tuple[str, str]], prefix: str, listen: str | None
+                       ) -> dict[str, Any]:
+    """Assemble one config document from `{prefix}/global` and `{prefix}/routes/<id>` keys."""
+    doc: dict[str, Any] = {}
+    routes = []
+    for key, value in sorted(items):
+        rel = key[len(prefix):].lstrip("/")
+        if rel == "global":
+            doc.update(parse_document(value, key))
+        elif rel.startswith("routes/"):
+            routes.append(parse_document(value, key))
+    doc["routes"] = routes
+    if listen:
+        doc["listen"] = listen
+    return doc
+
+
+class EtcdSource:
+    """Routes stored one key each under a prefix (as APISIX stores its routes)."""
+
+    def __init__(self, endpoint: str, prefix: str, listen: str | None = None,
+                 backoff_max_s: float = 5.0) -> None:
+        self.client = EtcdClient(endpoint)
+        self.prefix = prefix.rstrip("/")
+        self.description = f"etcd {endpoint} {self.prefix}"
+        self._listen = listen
+        self._revision = 0
+        self._backoff_max = backoff_max_s
+        self.connected = False
+
+    async def load(self) -> GatewayConfig:
+        try:
+            kvs, revision = await self.client.range_prefix(self.prefix + "/")
+        except EtcdError as exc:
+            self.connected = False
+            raise SourceError(str(exc)) from exc
+        self.connected = True
+        self._revision = revision
+        doc = document_from_etcd([(kv.key, kv.value) for kv in kvs], self.prefix, self._listen)
+        return await asyncio.to_thread(load_data, doc)
+
+    async def changes(self) -> AsyncIterator[None]:
+        """Yield on every change; reconnect with backoff, resume after the last revision."""
+        delay = 0.2
+        while True:
+            try:
+                async for event in self.client.watch(self.prefix + "/", self._revision + 1):
+                    self.connected = True
+                    delay = 0.2
+                    self._revision = max(self._revision, event.revision)
+                    yield None
+            except EtcdCompacted:
+                log.warning("etcd history compacted; reloading everything")
+                yield None  # load() re-reads everything and resets the revision
+                continue
+            except EtcdError as exc:
+                if self.connected:
+                    log.warning("etcd watch lost (%s); retrying", exc)
+                self.connected = False
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self._backoff_max)
+            # After an outage, re-read: changes may have happened while we were away.
+            yield None
+
+    async def save(self, document: dict[str, Any]) -> None:
+        await self.push(document)
+
+    async def push(self, document: dict[str, Any]) -> int:
+        """Write a whole config document: one key per route, stale routes removed."""
+        routes = document.get("routes") or []
+        global_doc = {k: v for k, v in document.items() if k != "routes"}
+        existing, _ = await self.client.range_prefix(self.prefix + "/routes/")
+        wanted = {f"{self.prefix}/routes/{r['id']}": r for r in routes}
+        revision = await self.client.put(f"{self.prefix}/global",
+                                         orjson.dumps(global_doc).decode())
+        for key, route in wanted.items():
+            revision = await self.client.put(key, orjson.dumps(route).decode())
+        for kv in existing:
+            if kv.key not in wanted:
+                await self.client.delete(kv.key)
+        return revision
+
+    async def aclose(self) -> None:
+        await self.client.aclose()

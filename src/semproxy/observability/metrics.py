@@ -1,0 +1,124 @@
+"""Prometheus metrics: a `RequestObserver` that records what the request path reports.
+
+With `--workers N` the workers share one multiprocess directory (set up by the
+parent before forking) and a scrape on any worker's admin listener aggregates
+all of them; with one worker an ordinary registry is used.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client import multiprocess as mp
+
+from semproxy.balancer.semantic import Decision
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+FAST_BUCKETS = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1, 3)
+BREAKER_STATES = {"closed": 0, "half_open": 1, "open": 2}
+
+
+def multiprocess_enabled() -> bool:
+    return bool(os.environ.get("PROMETHEUS_MULTIPROC_DIR"))
+
+
+class Metrics:
+    """All gateway metrics; one instance per worker, owned by the gateway."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.requests = Counter("semproxy_requests_total", "Requests by route, instance, status",
+                                ["route", "instance", "status"], registry=r)
+        self.latency = Histogram("semproxy_request_duration_seconds",
+                                 "Time from request to last byte", ["route"],
+                                 buckets=LATENCY_BUCKETS, registry=r)
+        self.upstream = Histogram("semproxy_upstream_duration_seconds",
+                                  "Time to upstream response headers", ["route", "instance"],
+                                  buckets=LATENCY_BUCKETS, registry=r)
+        self.ttft = Histogram("semproxy_time_to_first_token_seconds",
+                              "Streams: time to the first relayed chunk", ["route", "instance"],
+                              buckets=LATENCY_BUCKETS, registry=r)
+        self.tokens = Counter("semproxy_tokens_total", "Tokens reported by upstream usage",
+                              ["route", "instance", "kind"], registry=r)
+        self.attempts = Counter("semproxy_upstream_attempts_total",
+                                "Upstream attempts by outcome", ["route", "instance", "outcome"],
+                                registry=r)
+        self.failovers = Counter("semproxy_failovers_total", "Moves to the next candidate",
+                                 ["route", "source", "target", "cause"], registry=r)
+        self.semantic = Counter("semproxy_semantic_decisions_total",
+                                "Semantic routing decisions", ["route", "instance", "reason"],
+                                registry=r)
+        self.embedding = Histogram("semproxy_embedding_duration_seconds",
+                                   "Time to embed and score a prompt", ["route"],
+                                   buckets=FAST_BUCKETS, registry=r)
+        self.cache = Counter("semproxy_embedding_cache_total", "Prompt-embedding cache lookups",
+                             ["result"], registry=r)
+        self.breaker = Gauge("semproxy_embedding_breaker_state",
+                             "Embedding circuit breaker: 0 closed, 1 half-open, 2 open",
+                             ["embeddings"], registry=r, multiprocess_mode="max")
+        self.healthy = Gauge("semproxy_instance_healthy", "1 healthy, 0 unhealthy",
+                             ["route", "instance"], registry=r, multiprocess_mode="min")
+        self.config_version = Gauge("semproxy_config_info", "Active config version",
+                                    ["version"], registry=r, multiprocess_mode="max")
+        self.reload_failures = Counter("semproxy_config_reload_failures_total",
+                                       "Config versions rejected", registry=r)
+        self._version: str | None = None
+
+    # -- RequestObserver ---------------------------------------------------
+    def on_attempt(self, route: str, instance: str, outcome: str, seconds: float) -> None:
+        self.attempts.labels(route, instance, outcome).inc()
+        self.upstream.labels(route, instance).observe(seconds)
+
+    def on_fallback(self, route: str, source: str, target: str, cause: str) -> None:
+        self.failovers.labels(route, source, target, cause).inc()
+
+    def on_semantic(self, route: str, decision: Decision) -> None:
+        self.semantic.labels(route, decision.pick, decision.reason).inc()
+
+    # -- the rest of the gateway -------------------------------------------
+    def on_embedding(self, route: str, seconds: float, cache_hit: bool | None) -> None:
+        self.embedding.labels(route).observe(seconds)
+        if cache_hit is not None:
+            self.cache.labels("hit" if cache_hit else "miss").inc()
+
+    def on_response(self, route: str, instance: str, status: int, seconds: float,
+                    ttft: float | None, usage: Mapping[str, int] | None) -> None:
+        self.requests.labels(route, instance, str(status)).inc()
+        self.latency.labels(route).observe(seconds)
+        if ttft is not None:
+            self.ttft.labels(route, instance).observe(ttft)
+        for kind, count in (usage or {}).items():
+            self.tokens.labels(route, instance, kind).inc(count)
+
+    def on_health(self, route: str, instance: str, healthy: bool) -> None:
+        self.healthy.labels(route, instance).set(1 if healthy else 0)
+
+    def on_breakers(self, states: Iterable[tuple[str, str]]) -> None:
+        for name, state in states:
+            self.breaker.labels(name).set(BREAKER_STATES.get(state, 0))
+
+    def on_config(self, version: str) -> None:
+        if self._version is not None:
+            self.config_version.remove(self._version)
+        self._version = version
+        self.config_version.labels(version).set(1)
+
+    def on_reload_failed(self) -> None:
+        self.reload_failures.inc()
+
+    def render(self) -> tuple[bytes, str]:
+        if multiprocess_enabled():
+            registry = CollectorRegistry()
+            mp.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+            return generate_latest(registry), CONTENT_TYPE_LATEST
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST

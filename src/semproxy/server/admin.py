@@ -1,0 +1,193 @@
+"""The admin API, on its own listener, every call behind the `X-API-KEY` header.
+
+Writes go through the same path as any config change: the new document is
+validated (400 with field paths on error), persisted to the config's home (the
+file, or etcd in cluster mode) and applied by the reload watcher, so every
+worker and replica converges on it.
+"""
+
+from __future__ import annotations
+
+import copy
+import hmac
+import ipaddress
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+import orjson
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+
+from semproxy.config.loader import load_data
+from semproxy.config.runtime import GatewayConfig
+from semproxy.errors import BadRequestError, ConfigError, NotFoundError, UnauthorizedError
+from semproxy.server.app import Gateway, error_middleware, json_response
+from semproxy.server.explain import explain_with
+from semproxy.server.reload import ConfigWatcher
+from semproxy.server.request import routing_text
+
+MASK = "******"
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class ConfigStore(Protocol):
+    """Where admin writes are persisted (file or etcd)."""
+
+    async def save(self, document: dict[str, Any]) -> None: ...
+
+
+def mask_secrets(node: Any, key: str = "") -> Any:
+    """Blank every credential: auth header/query values, the admin key, consumer keys."""
+    if isinstance(node, dict):
+        if key in ("header", "query") or key == "key-auth":
+            return {k: MASK if isinstance(v, str) else mask_secrets(v, k) for k, v in node.items()}
+        return {k: (MASK if k == "key" and isinstance(v, str) else mask_secrets(v, k))
+                for k, v in node.items()}
+    if isinstance(node, list):
+        return [mask_secrets(v, key) for v in node]
+    return node
+
+
+def is_loopback(listen: str) -> bool:
+    host = listen.rpartition(":")[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_admin_settings(config: GatewayConfig) -> str | None:
+    """Why the admin listener must not start, or None when it may."""
+    admin = config.admin
+    if admin is None:
+        return "no admin section"
+    if admin.key:
+        return None
+    if admin.allow_no_key_on_loopback and is_loopback(admin.listen):
+        return None
+    return "admin.key is required (or bind to loopback with allow_no_key_on_loopback: true)"
+
+
+class AdminAPI:
+    def __init__(self, gateway: Gateway, watcher: ConfigWatcher, store: ConfigStore,
+                 metrics: Callable[[], tuple[bytes, str]] | None = None) -> None:
+        self.gateway = gateway
+        self.watcher = watcher
+        self.store = store
+        self.metrics = metrics
+
+    def key_middleware(self) -> Middleware:
+        @web.middleware
+        async def require_key(request: web.Request, handler: Handler) -> web.StreamResponse:
+            admin = self.gateway.config.admin
+            expected = (admin.key if admin else None) or ""
+            given = request.headers.get("X-API-KEY", "")
+            if expected and not hmac.compare_digest(given.encode(), expected.encode()):
+                raise UnauthorizedError("missing or wrong X-API-KEY")
+            return await handler(request)
+
+        return require_key
+
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[error_middleware, self.key_middleware()])
+        r = app.router
+        r.add_get("/admin/config", self.get_config)
+        r.add_get("/admin/routes", self.list_routes)
+        r.add_put("/admin/routes/{id}", self.put_route)
+        r.add_delete("/admin/routes/{id}", self.delete_route)
+        r.add_post("/admin/reload", self.reload)
+        r.add_post("/admin/routes/{id}/explain", self.explain)
+        r.add_get("/metrics", self.get_metrics)
+        return app
+
+    async def get_config(self, request: web.Request) -> web.Response:
+        config = self.gateway.config
+        effective = config.raw.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return json_response({"version": config.version, "config": mask_secrets(effective)})
+
+    async def list_routes(self, request: web.Request) -> web.Response:
+        table = self.gateway.table
+        return json_response({"version": table.version, "routes": [
+            {"id": r.spec.id, "uri": r.spec.uri + ("*" if r.spec.is_prefix else ""),
+             "algorithm": r.spec.algorithm,
+             "instances": [i.name for i in r.spec.instances],
+             "health": r.health.snapshot()}
+            for r in table.routes]})
+
+    async def _write(self, document: dict[str, Any]) -> web.Response:
+        try:
+            config = load_data(document)
+        except ConfigError as exc:
+            raise ConfigRejected(exc.errors) from exc
+        await self.store.save(document)
+        await self.watcher.reload()
+        return json_response({"version": config.version, "applied":
+                              self.gateway.table.version == config.version})
+
+    async def put_route(self, request: web.Request) -> web.Response:
+        route_id = request.match_info["id"]
+        route = _json_object(await request.read())
+        route["id"] = route_id
+        document = copy.deepcopy(dict(self.gateway.config.document))
+        routes = [r for r in document.get("routes", []) if r.get("id") != route_id]
+        document["routes"] = [*routes, route]
+        return await self._write(document)
+
+    async def delete_route(self, request: web.Request) -> web.Response:
+        route_id = request.match_info["id"]
+        document = copy.deepcopy(dict(self.gateway.config.document))
+        routes = document.get("routes", [])
+        if not any(r.get("id") == route_id for r in routes):
+            raise NotFoundError(f"no route with id {route_id!r}")
+        document["routes"] = [r for r in routes if r.get("id") != route_id]
+        return await self._write(document)
+
+    async def reload(self, request: web.Request) -> web.Response:
+        status = await self.watcher.reload()
+        return json_response({"version": self.gateway.table.version, "applied": status.applied,
+                              "failed": status.failed, "errors": status.last_error},
+                             status=200 if not status.last_error else 400)
+
+    async def explain(self, request: web.Request) -> web.Response:
+        route = self.gateway.table.by_id.get(request.match_info["id"])
+        if route is None:
+            raise NotFoundError(f"no route with id {request.match_info['id']!r}")
+        if route.semantic is None:
+            raise BadRequestError("this route does not use semantic balancing")
+        body = _json_object(await request.read())
+        if isinstance(body.get("messages"), list):
+            prompt = routing_text(body)
+        elif isinstance(body.get("prompt"), str):
+            prompt = body["prompt"]
+        else:
+            raise BadRequestError("give 'prompt' (string) or 'messages' (array)")
+        return json_response(await explain_with(route.semantic, prompt))
+
+    async def get_metrics(self, request: web.Request) -> web.Response:
+        if self.metrics is None:
+            raise NotFoundError("metrics are not enabled")
+        body, content_type = self.metrics()
+        return web.Response(body=body, headers={"Content-Type": content_type})
+
+
+class ConfigRejected(BadRequestError):
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__("invalid config: " + "; ".join(errors))
+        self.errors = errors
+
+    def body(self) -> bytes:
+        return orjson.dumps({"error": {"message": self.message, "type": self.type,
+                                       "param": None, "code": "invalid_config",
+                                       "errors": self.errors}})
+
+
+def _json_object(raw: bytes) -> dict[str, Any]:
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequestError(f"body is not valid JSON: {exc.msg}") from exc
+    if not isinstance(data, dict):
+        raise BadRequestError("body must be a JSON object")
+    return data
