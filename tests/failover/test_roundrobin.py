@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -189,3 +190,28 @@ async def test_the_rest_of_the_priority_tier_is_tried_before_a_lower_tier(
     gw = await gateway(config)
     code, headers, body = await post(http, gw, chat("hello"))
     assert (code, served_by(body), headers["X-AI-Failover"]) == (200, "c", "a>b>c")
+
+
+async def test_a_client_error_is_relayed_without_any_warning(
+    gateway: GatewayFactory, http: aiohttp.ClientSession, upstreams: Upstreams,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    a, b = await upstreams("a", "b")
+    gw = await gateway(two(a.url, b.url))
+    with caplog.at_level(logging.WARNING, logger="semproxy.proxy"):
+        code, _, _ = await post(http, gw, chat("status:400"))
+    assert (code, b.calls) == (400, 0)
+    assert [r for r in caplog.records if r.name == "semproxy.proxy"] == []
+
+
+async def test_giving_up_is_logged_once_with_every_attempt(
+    gateway: GatewayFactory, http: aiohttp.ClientSession, upstreams: Upstreams,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    a, b = await upstreams("a", "b")
+    gw = await gateway(two(a.url, b.url))
+    with caplog.at_level(logging.WARNING, logger="semproxy.proxy"):
+        code, _, _ = await post(http, gw, chat("status:503"))
+    assert code == 503
+    giving_up = [r.getMessage() for r in caplog.records if "giving up" in r.getMessage()]
+    assert giving_up == ["route r1: giving up after 2 attempt(s): a (http_503), b (http_503)"]

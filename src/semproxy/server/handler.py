@@ -141,9 +141,14 @@ def _record(exchange: Exchange, observer: RequestObserver, name: str, result: Re
         exchange.route.health.record_failure(name, result.outcome)
 
 
+def _failed(exchange: Exchange, result: Result) -> bool:
+    """A failure the route fails over on: any transport error, or a status of its policy."""
+    return result.reply is None or exchange.route.spec.retry.is_retryable(result.reply.status)
+
+
 def _may_retry(exchange: Exchange, result: Result) -> bool:
     policy = exchange.route.spec.retry
-    if result.reply is not None and not policy.is_retryable(result.reply.status):
+    if not _failed(exchange, result):
         return False
     if policy.max_retries is not None and len(exchange.attempts) > policy.max_retries:
         return False
@@ -158,11 +163,10 @@ def _release(result: Result) -> None:
 async def _conclude(request: web.Request, exchange: Exchange, result: Result
                     ) -> web.StreamResponse:
     """Relay the last answer; with none, report every instance tried and why."""
+    if _failed(exchange, result):
+        _log_exhausted(exchange)
     if result.reply is not None:
-        if result.outcome != "ok":
-            _log_exhausted(exchange)
         return await relay(request, exchange, result.reply, result.body)
-    _log_exhausted(exchange)
     tried = ", ".join(f"{a.instance} {a.describe()}" for a in exchange.attempts)
     error: UpstreamError = UpstreamError(f"no instance could serve the request; tried: {tried}")
     if len(exchange.attempts) == 1 and isinstance(result.error, UpstreamTimeoutError):
