@@ -203,3 +203,33 @@ def test_defaults_apply_when_no_passive_settings() -> None:
     for _ in range(PassiveChecks().failures):
         state.record_failure("x", "connect")
     assert not state.is_healthy("x")
+
+
+def test_unusable_grants_no_probe_the_caller_claims_it() -> None:
+    state, clock = make()
+    trip(state)
+    clock.advance(5)
+    assert state.unusable(NAMES) == set()  # due a probe: a candidate again
+    assert state.unusable(NAMES) == set()  # reading twice changes nothing
+    state.claim("a")
+    assert state.unusable(NAMES) == {"a"}  # the probe is out: others keep away
+    state.record_success("a")
+    assert state.is_healthy("a")
+
+
+def test_claim_does_nothing_to_a_healthy_or_cooling_instance() -> None:
+    state, clock = make()
+    state.claim("a")
+    assert state.snapshot()["a"] == "healthy"
+    trip(state)
+    state.claim("a")
+    clock.advance(5)
+    assert state.is_usable("a")  # the early claim granted nothing
+
+
+def test_passive_settings_may_differ_per_instance() -> None:
+    state = HealthState(NAMES, {"a": PassiveChecks(failures=1)})
+    state.record_failure("a", "http_503")
+    for _ in range(PassiveChecks().failures - 1):
+        state.record_failure("b", "http_503")
+    assert (state.is_healthy("a"), state.is_healthy("b")) == (False, True)

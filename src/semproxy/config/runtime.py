@@ -236,10 +236,17 @@ def _instances(
 
 
 def _retry(multi: s.AIProxyMulti) -> RetryPolicy:
-    strategy = multi.fallback_strategy or "instance_health_and_rate_limiting"
+    """Statuses that fail over, with APISIX's meaning of `fallback_strategy`.
+
+    `http_429` adds 429 and `http_5xx` adds 500-599; `fallback_http_statuses` adds
+    its own. `instance_health_and_rate_limiting` (`rate_limiting` in a list) adds
+    no status: it means "skip unhealthy instances", which semproxy always does.
+    Transport failures (refused, reset, timeout) fail over whatever the policy.
+    """
+    strategy = multi.fallback_strategy or ()
     kinds = {strategy} if isinstance(strategy, str) else set(strategy)
     statuses: set[int] = set(multi.fallback_http_statuses)
-    if kinds & {"http_429", "instance_health_and_rate_limiting"}:
+    if "http_429" in kinds:
         statuses.add(429)
     if "http_5xx" in kinds:
         statuses |= TRANSIENT_5XX

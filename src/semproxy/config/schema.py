@@ -27,6 +27,9 @@ InstanceName = Annotated[
 Threshold = Annotated[float, Field(ge=-1.0, le=1.0)]
 HeaderMap = dict[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._-]+$")], str]
 FallbackKind = Literal["instance_health_and_rate_limiting", "http_429", "http_5xx"]
+# APISIX spells the health/rate-limit strategy "rate_limiting" inside a list.
+FallbackListKind = Literal["rate_limiting", "instance_health_and_rate_limiting", "http_429",
+                           "http_5xx"]
 
 
 
@@ -164,7 +167,7 @@ class AIProxyMulti(Strict):
     balancer: Balancer = Field(default_factory=Balancer)
     embeddings: Embeddings | None = None
     semantic_opts: SemanticOpts | None = None
-    fallback_strategy: FallbackKind | list[FallbackKind] | None = None
+    fallback_strategy: FallbackKind | list[FallbackListKind] | None = None
     fallback_http_statuses: list[Annotated[int, Field(ge=400, le=599)]] = Field(
         default_factory=list
     )

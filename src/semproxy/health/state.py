@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -28,6 +28,8 @@ Status = Literal["healthy", "unhealthy", "probing"]
 
 @dataclass(slots=True)
 class _Instance:
+    passive: PassiveChecks
+    counted: frozenset[int]  # statuses that count as passive failures
     failures: deque[float] = field(default_factory=deque)
     open_until: float | None = None  # passive breaker open (or half-open once passed)
     probe_granted_at: float | None = None  # a half-open probe is in flight
@@ -37,22 +39,22 @@ class _Instance:
 class HealthState:
     """Per-route instance health shared by the request path and the active checker.
 
-    ``listener(name, healthy)`` is called synchronously on every change of
-    `is_healthy`; it runs on the request path, so it must be cheap and must not raise.
+    ``passive`` is one setting for every name, or a setting per name (names not
+    in the mapping use the defaults). ``listener(name, healthy)`` is called
+    synchronously on every change of `is_healthy`; it runs on the request path,
+    so it must be cheap and must not raise.
     """
 
     def __init__(
         self,
         names: Sequence[str],
-        passive: PassiveChecks | None = None,
+        passive: PassiveChecks | Mapping[str, PassiveChecks] | None = None,
         clock: Callable[[], float] = time.monotonic,
         listener: Listener | None = None,
     ) -> None:
-        self._passive = passive or PassiveChecks()
-        self._counted_statuses = frozenset(self._passive.http_statuses)
         self._clock = clock
         self._listener = listener
-        self._instances = {name: _Instance() for name in names}
+        self._instances = {name: _new_instance(_setting(passive, name)) for name in names}
 
     # -- reads -------------------------------------------------------------
 
@@ -77,14 +79,26 @@ class HealthState:
         return True
 
     def unusable(self, names: Iterable[str]) -> set[str]:
-        """The subset of ``names`` not usable now, or an empty set if that is all of them.
+        """The subset of ``names`` to skip now, or an empty set if that is all of them.
 
-        When every candidate looks down, health state may simply be stale; failing the
-        request outright would be worse than trying them all anyway.
+        Skipped are the unhealthy instances that are not due a half-open probe. A
+        pure read: an instance due a probe stays a candidate, and the request that
+        actually sends to it takes the probe with `claim`. When every candidate
+        looks down, health state may simply be stale; failing the request outright
+        would be worse than trying them all anyway.
         """
         names = list(names)
-        down = {name for name in names if not self.is_usable(name)}
+        down = {name for name in names if not self._is_candidate(self._instances[name])}
         return set() if len(down) == len(names) else down
+
+    def claim(self, name: str) -> None:
+        """A request is about to be sent to ``name``: if it is due a probe, this is the probe.
+
+        Unlike `is_usable` this never refuses: the caller has already decided.
+        """
+        inst = self._instances[name]
+        if not inst.active_down and inst.open_until is not None and self._may_probe(inst):
+            inst.probe_granted_at = self._clock()
 
     def snapshot(self) -> dict[str, Status]:
         """name -> "healthy" | "unhealthy" | "probing" (half-open), for metrics and admin."""
@@ -104,7 +118,7 @@ class HealthState:
         An ``http_NNN`` cause whose status is not in ``passive.http_statuses`` says
         the instance answered, so it counts as a success for health purposes.
         """
-        if not self._counts(cause):
+        if not self._counts(name, cause):
             self.record_success(name)
             return
         inst = self._instances[name]
@@ -143,22 +157,22 @@ class HealthState:
     def _set_active(inst: _Instance, healthy: bool) -> None:
         inst.active_down = not healthy
 
-    def _counts(self, cause: str) -> bool:
+    def _counts(self, name: str, cause: str) -> bool:
         kind, _, code = cause.partition("_")
         if kind != "http" or not code.isdigit():
             return True  # timeouts, refused connections and unknown causes all count
-        return int(code) in self._counted_statuses
+        return int(code) in self._instances[name].counted
 
     def _count_failure(self, inst: _Instance) -> None:
         now = self._clock()
         inst.failures.append(now)
-        while inst.failures and inst.failures[0] <= now - self._passive.window:
+        while inst.failures and inst.failures[0] <= now - inst.passive.window:
             inst.failures.popleft()
-        if len(inst.failures) >= self._passive.failures:
+        if len(inst.failures) >= inst.passive.failures:
             self._open(inst)
 
     def _open(self, inst: _Instance) -> None:
-        inst.open_until = self._clock() + self._passive.cooldown
+        inst.open_until = self._clock() + inst.passive.cooldown
         inst.probe_granted_at = None
         inst.failures.clear()
 
@@ -175,7 +189,13 @@ class HealthState:
         # another instance) would otherwise keep the instance out forever, so a
         # grant lapses after one cool-down and the next caller may probe.
         granted = inst.probe_granted_at
-        return granted is None or now >= granted + self._passive.cooldown
+        return granted is None or now >= granted + inst.passive.cooldown
+
+    def _is_candidate(self, inst: _Instance) -> bool:
+        """Healthy, or down only passively with its probe due. Pure: grants nothing."""
+        if inst.active_down:
+            return False
+        return inst.open_until is None or self._may_probe(inst)
 
     def _status(self, inst: _Instance) -> Status:
         if inst.active_down:
@@ -183,3 +203,14 @@ class HealthState:
         if inst.open_until is None:
             return "healthy"
         return "probing" if self._clock() >= inst.open_until else "unhealthy"
+
+
+def _setting(passive: PassiveChecks | Mapping[str, PassiveChecks] | None, name: str
+             ) -> PassiveChecks:
+    if isinstance(passive, PassiveChecks):
+        return passive
+    return (passive or {}).get(name) or PassiveChecks()
+
+
+def _new_instance(passive: PassiveChecks) -> _Instance:
+    return _Instance(passive, frozenset(passive.http_statuses))

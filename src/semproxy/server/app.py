@@ -1,8 +1,8 @@
 """The gateway application: one aiohttp app per worker, holding the live route table.
 
-`Gateway` owns the shared HTTP client, the embedder pool and the current
-`RouteTable`; swapping the table is a single attribute assignment, so a request
-keeps the version it started with.
+`Gateway` owns the shared HTTP client, the embedder pool, the request observer
+and the current `RouteTable` with its active health checkers; swapping the table
+is a single attribute assignment, so a request keeps the version it started with.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from aiohttp import web
 from semproxy.config.runtime import GatewayConfig
 from semproxy.embeddings.factory import EmbedderPool
 from semproxy.errors import GatewayError
+from semproxy.observability.observer import RequestObserver, SilentObserver
 from semproxy.providers.http import HttpClients
 from semproxy.server.handler import handle
 from semproxy.server.routes import RouteTable
@@ -30,25 +31,39 @@ CLIENT_MAX_SIZE = 1 << 40
 
 
 class Gateway:
-    def __init__(self, config: GatewayConfig) -> None:
+    def __init__(self, config: GatewayConfig,
+                 observer: RequestObserver | None = None) -> None:
         self.clients = HttpClients()
+        self.observer: RequestObserver = observer or SilentObserver()
         self.table = RouteTable(config, EmbedderPool(self.clients))
 
     @property
     def config(self) -> GatewayConfig:
         return self.table.config
 
+    async def start(self) -> None:
+        """Warm the first table and start its active health checks."""
+        await self.table.warm()
+        self.table.start_checks()
+
     async def apply(self, config: GatewayConfig) -> None:
-        """Build the new version completely (reference vectors included), then swap."""
+        """Build the new version completely (reference vectors included), then swap.
+
+        The new table's health checks start before the swap; the old table's stop
+        after it. Health state is per version: the new one starts all healthy.
+        """
         table = RouteTable(config, EmbedderPool(self.clients))
         await table.warm()
-        self.table = table
+        table.start_checks()
+        old, self.table = self.table, table
+        await old.stop_checks()
         log.info("config version %s active (%d routes)", config.version, len(config.routes))
 
     async def proxy(self, request: web.Request) -> web.StreamResponse:
-        return await handle(request, self.table, self.clients)
+        return await handle(request, self.table, self.clients, self.observer)
 
     async def aclose(self) -> None:
+        await self.table.stop_checks()
         await self.clients.aclose()
 
 

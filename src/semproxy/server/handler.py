@@ -16,7 +16,8 @@ import aiohttp
 from aiohttp import web
 
 from semproxy.balancer.semantic import Decision
-from semproxy.errors import GatewayError, UpstreamError, UpstreamTimeoutError, error_body
+from semproxy.errors import UnavailableError, UpstreamError, UpstreamTimeoutError, error_body
+from semproxy.observability.observer import RequestObserver
 from semproxy.providers.base import Reply
 from semproxy.providers.http import HttpClients
 from semproxy.server.request import parse_chat, read_body, routing_text
@@ -30,7 +31,12 @@ SSE = "text/event-stream"
 @dataclass(slots=True)
 class Attempt:
     instance: str
-    outcome: str  # "ok", "http_503", "timeout", "connect", ...
+    outcome: str  # "ok", "http_503", "timeout", "connect", "reset"
+
+    def describe(self) -> str:
+        """How the attempt ended, in the words of the logs and the all-failed body."""
+        kind, _, code = self.outcome.partition("_")
+        return f"returned {code}" if kind == "http" else f"failed ({self.outcome})"
 
 
 @dataclass(slots=True)
@@ -42,76 +48,137 @@ class Exchange:
     attempts: list[Attempt] = field(default_factory=list)
 
 
-async def handle(request: web.Request, table: RouteTable, clients: HttpClients
-                 ) -> web.StreamResponse:
+@dataclass(slots=True)
+class Result:
+    """The end of one attempt: an HTTP answer (`reply`) or a transport `error`."""
+
+    outcome: str
+    seconds: float
+    reply: Reply | None = None
+    body: bytes | None = None  # read before relaying, unless the reply is an event stream
+    error: UpstreamError | None = None
+
+
+async def handle(request: web.Request, table: RouteTable, clients: HttpClients,
+                 observer: RequestObserver) -> web.StreamResponse:
     route = table.match(request.path, request.method)
     payload = parse_chat(await read_body(request, route.spec.max_body))
     exchange = Exchange(route)
     if route.semantic is not None:
         exchange.decision = await route.semantic.decide(routing_text(payload))
+        observer.on_semantic(route.spec.id, exchange.decision)
     candidates = route.candidates(request, exchange.decision)
-    return await failover(request, exchange, candidates, payload, clients)
+    return await failover(request, exchange, candidates, payload, clients, observer)
 
 
 async def failover(request: web.Request, exchange: Exchange, candidates: Candidates,
-                   payload: dict[str, Any], clients: HttpClients) -> web.StreamResponse:
-    """The one retry loop: walk candidates until one answers with a non-retryable status."""
-    route = exchange.route
-    policy = route.spec.retry
+                   payload: dict[str, Any], clients: HttpClients, observer: RequestObserver
+                   ) -> web.StreamResponse:
+    """The one retry loop: walk the candidates until an answer may be relayed.
+
+    An attempt is retried on the next candidate when it failed in transport
+    (refused, reset, timed out) or answered a status of the route's retry policy,
+    unless `max_retries` extra attempts were made already or the failed attempt
+    took longer than `retry_on_failure_within_ms`. Unhealthy instances are
+    skipped unless all are. Nothing is retried once bytes went to the client:
+    every attempt ends before the relay starts.
+    """
+    route, health = exchange.route, exchange.route.health
+    skip = health.unusable(route.names)
     tried: set[str] = set()
-    skip = route.health.unusable(route.names)
-    last_error: GatewayError | None = None
-    while (name := candidates.next(tried | skip)) is not None:
-        if exchange.attempts and policy.max_retries is not None \
-                and len(exchange.attempts) > policy.max_retries:
-            break
+    name = candidates.next(skip)
+    if name is None:
+        raise UnavailableError(f"route {route.spec.id} has no instance that can take traffic")
+    while True:
         tried.add(name)
-        started = time.monotonic()
-        reply, error = await _attempt(route, name, payload, clients)
-        outcome = "ok" if reply is not None and not policy.is_retryable(reply.status) \
-            else _outcome(reply, error)
-        exchange.attempts.append(Attempt(name, outcome))
-        if outcome == "ok":
-            route.health.record_success(name)
-            assert reply is not None
-            return await relay(request, exchange, reply)
-        route.health.record_failure(name, outcome)
-        elapsed_ms = (time.monotonic() - started) * 1000
-        nxt = candidates.next(tried | skip)
-        if nxt is None or (policy.within_ms is not None and elapsed_ms > policy.within_ms):
-            if reply is not None:
-                return await relay(request, exchange, reply)
-            last_error = error
-            break
-        if reply is not None:
-            reply.release()
-        log.warning("instance %s returned %s, falling back to %s", name, outcome, nxt)
-    raise _exhausted(exchange, last_error)
+        health.claim(name)
+        result = await _attempt(route, name, payload, clients)
+        _record(exchange, observer, name, result)
+        nxt = candidates.next(tried | skip) if _may_retry(exchange, result) else None
+        if nxt is None:
+            return await _conclude(request, exchange, result)
+        _release(result)
+        log.warning("instance %s %s, falling back to %s", name,
+                    exchange.attempts[-1].describe(), nxt)
+        observer.on_fallback(route.spec.id, name, nxt, result.outcome)
+        name = nxt
 
 
 async def _attempt(route: RouteState, name: str, payload: dict[str, Any], clients: HttpClients
-                   ) -> tuple[Reply | None, GatewayError | None]:
+                   ) -> Result:
     instance = route.by_name[name]
-    body = {**payload, **instance.options}
+    started = time.monotonic()
     try:
-        return await instance.provider.chat(clients, instance.target, body), None
+        reply = await instance.provider.chat(clients, instance.target,
+                                             {**payload, **instance.options})
+        # A whole body is read here, inside the attempt: a connection that breaks
+        # before the client saw a byte can still fail over. Streams cannot.
+        body = None if _is_stream(reply) else await reply.read()
     except UpstreamError as exc:
-        return None, exc
+        return Result(_transport_outcome(exc), time.monotonic() - started, error=exc)
+    outcome = "ok" if reply.status < 400 else f"http_{reply.status}"
+    return Result(outcome, time.monotonic() - started, reply, body)
 
 
-def _outcome(reply: Reply | None, error: GatewayError | None) -> str:
-    if reply is not None:
-        return f"http_{reply.status}"
-    return "timeout" if isinstance(error, UpstreamTimeoutError) else "connect"
+def _is_stream(reply: Reply) -> bool:
+    return reply.status == 200 and reply.content_type.startswith(SSE)
 
 
-def _exhausted(exchange: Exchange, last: GatewayError | None) -> GatewayError:
-    tried = ", ".join(f"{a.instance} ({a.outcome})" for a in exchange.attempts) or "none"
-    if last is not None and len(exchange.attempts) == 1:
-        return type(last)(f"{last.message}; tried: {tried}")
-    error = UpstreamTimeoutError if last is not None and isinstance(last, UpstreamTimeoutError) \
-        and len(exchange.attempts) == 1 else UpstreamError
-    return error(f"all instances failed; tried: {tried}")
+def _transport_outcome(error: UpstreamError) -> str:
+    if isinstance(error, UpstreamTimeoutError):
+        return "timeout"
+    if isinstance(error.__cause__, aiohttp.ClientConnectorError):
+        return "connect"
+    return "reset"  # the connection was made, then broke
+
+
+def _record(exchange: Exchange, observer: RequestObserver, name: str, result: Result) -> None:
+    exchange.attempts.append(Attempt(name, result.outcome))
+    observer.on_attempt(exchange.route.spec.id, name, result.outcome, result.seconds)
+    if result.outcome == "ok":
+        exchange.route.health.record_success(name)
+    else:
+        exchange.route.health.record_failure(name, result.outcome)
+
+
+def _failed(exchange: Exchange, result: Result) -> bool:
+    """A failure the route fails over on: any transport error, or a status of its policy."""
+    return result.reply is None or exchange.route.spec.retry.is_retryable(result.reply.status)
+
+
+def _may_retry(exchange: Exchange, result: Result) -> bool:
+    policy = exchange.route.spec.retry
+    if not _failed(exchange, result):
+        return False
+    if policy.max_retries is not None and len(exchange.attempts) > policy.max_retries:
+        return False
+    return policy.within_ms is None or result.seconds * 1000 <= policy.within_ms
+
+
+def _release(result: Result) -> None:
+    if result.reply is not None:
+        result.reply.release()
+
+
+async def _conclude(request: web.Request, exchange: Exchange, result: Result
+                    ) -> web.StreamResponse:
+    """Relay the last answer; with none, report every instance tried and why."""
+    if _failed(exchange, result):
+        _log_exhausted(exchange)
+    if result.reply is not None:
+        return await relay(request, exchange, result.reply, result.body)
+    tried = ", ".join(f"{a.instance} {a.describe()}" for a in exchange.attempts)
+    error: UpstreamError = UpstreamError(f"no instance could serve the request; tried: {tried}")
+    if len(exchange.attempts) == 1 and isinstance(result.error, UpstreamTimeoutError):
+        error = UpstreamTimeoutError(error.message)
+    return web.Response(body=error.body(), status=error.status, headers=debug_headers(exchange),
+                        content_type="application/json")
+
+
+def _log_exhausted(exchange: Exchange) -> None:
+    tried = ", ".join(f"{a.instance} ({a.outcome})" for a in exchange.attempts)
+    log.warning("route %s: giving up after %d attempt(s): %s", exchange.route.spec.id,
+                len(exchange.attempts), tried)
 
 
 def debug_headers(exchange: Exchange) -> dict[str, str]:
@@ -135,14 +202,12 @@ def debug_headers(exchange: Exchange) -> dict[str, str]:
     return headers
 
 
-async def relay(request: web.Request, exchange: Exchange, reply: Reply) -> web.StreamResponse:
+async def relay(request: web.Request, exchange: Exchange, reply: Reply, body: bytes | None
+                ) -> web.StreamResponse:
+    """Send the chosen answer: ``body`` when it was read already, else the live stream."""
     headers = debug_headers(exchange)
-    if reply.status == 200 and reply.content_type.startswith(SSE):
+    if body is None:
         return await relay_stream(request, reply, headers)
-    try:
-        body = await reply.read()
-    except UpstreamError as exc:
-        raise exc
     return web.Response(body=body, status=reply.status, headers=headers,
                         content_type=reply.content_type.split(";")[0] or "application/json")
 

@@ -19,6 +19,7 @@ from semproxy.config.runtime import GatewayConfig, InstanceSpec, RouteSpec, Sema
 from semproxy.embeddings.factory import EmbedderPool
 from semproxy.embeddings.scorer import PromptScorer, ScoredInstance
 from semproxy.errors import EmbeddingError, MethodNotAllowedError, NotFoundError
+from semproxy.health.active import ActiveChecker
 from semproxy.health.state import HealthState
 from semproxy.server.hashkey import hash_key
 
@@ -27,11 +28,16 @@ log = logging.getLogger("semproxy.routing")
 
 @dataclass(slots=True)
 class Candidates:
-    """The order in which instances are tried for one request.
+    """The order in which instances are tried for one request, produced lazily.
 
-    `preferred` (the semantic matches, then the catchall) come first; after them
-    the route's balancer picks among the rest, so every instance is reachable
-    by failover. Health is applied by the caller through `exclude`.
+    `preferred` come first: on a semantic route the instances that cleared their
+    threshold, best score first, then the catchall (just the catchall when no
+    instance matched). After them the route's balancer picks among the rest, so
+    every instance is reachable by failover: its own pick first, then the rest
+    of that priority tier in balancer order (round-robin sequence, or clockwise
+    on the hash ring), then the lower tiers. Semantic routes order the rest with
+    a priority-tiered weighted round-robin. Health is applied by the caller
+    through `exclude`, which grows by one name per attempt.
     """
 
     preferred: Sequence[str]
@@ -88,6 +94,7 @@ class RouteState:
     health: HealthState
     semantic: SemanticSelector | None = None
     by_name: dict[str, InstanceSpec] = field(default_factory=dict)
+    checker: ActiveChecker | None = None  # started and stopped by the Gateway
 
     @property
     def names(self) -> list[str]:
@@ -107,14 +114,23 @@ class RouteState:
 
 
 def build_route(spec: RouteSpec, pool: EmbedderPool) -> RouteState:
+    """Build one route's state. Health is per route and per config version.
+
+    Passive settings are per instance, as they are written: each instance uses
+    its own `checks.passive`, or the defaults when it has none. An instance with
+    `checks.active` is probed by the route's one `ActiveChecker`.
+    """
     algorithm = "roundrobin" if spec.algorithm == "semantic" else spec.algorithm
     picker = build_picker(algorithm, [(i.name, i.weight, i.priority) for i in spec.instances])
-    passive = next((i.checks.passive for i in spec.instances
-                    if i.checks and i.checks.passive), None)
-    state = RouteState(spec, picker, HealthState([i.name for i in spec.instances], passive),
-                       by_name={i.name: i for i in spec.instances})
+    passive = {i.name: i.checks.passive for i in spec.instances if i.checks and i.checks.passive}
+    health = HealthState([i.name for i in spec.instances], passive)
+    state = RouteState(spec, picker, health, by_name={i.name: i for i in spec.instances})
     if spec.semantic is not None:
         state.semantic = SemanticSelector(spec, spec.semantic, pool)
+    active = {i.name: (i.target.url, i.checks.active) for i in spec.instances
+              if i.checks and i.checks.active}
+    if active:
+        state.checker = ActiveChecker(health, active)
     return state
 
 
@@ -139,6 +155,17 @@ class RouteTable:
         if method not in route.spec.methods:
             raise MethodNotAllowedError(f"method {method} not allowed on {path}")
         return route
+
+    def start_checks(self) -> None:
+        """Start active health checks of every route that has them (inside the loop)."""
+        for route in self.routes:
+            if route.checker is not None:
+                route.checker.start()
+
+    async def stop_checks(self) -> None:
+        for route in self.routes:
+            if route.checker is not None:
+                await route.checker.stop()
 
     def semantic_selectors(self) -> Iterator[SemanticSelector]:
         return (r.semantic for r in self.routes if r.semantic is not None)

@@ -46,7 +46,7 @@ async def start(config: GatewayConfig, listen: str | None = None,
                 reuse_port: bool = False) -> RunningGateway:
     """Start one worker on a real socket (port 0 picks a free one) and return it."""
     gateway = Gateway(config)
-    await gateway.table.warm()
+    await gateway.start()
     runner = web.AppRunner(build_app(gateway), access_log=None,
                            shutdown_timeout=config.shutdown_grace_s)
     await runner.setup()
