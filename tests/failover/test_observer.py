@@ -6,12 +6,16 @@ import aiohttp
 from tests.conftest import GatewayFactory, chat, instance, route_config
 
 from semproxy.balancer.semantic import Decision
+from semproxy.observability.observer import SilentObserver
 
 from .conftest import Upstreams, post
 
 
-class RecordingObserver:
+class RecordingObserver(SilentObserver):
+    """Records the failover and semantic moments; ignores the rest."""
+
     def __init__(self) -> None:
+        super().__init__()
         self.events: list[tuple[str, ...]] = []
 
     def on_attempt(self, route: str, instance: str, outcome: str, seconds: float) -> None:

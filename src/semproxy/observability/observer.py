@@ -1,12 +1,13 @@
 """What the request path reports about itself, for metrics and tracing to listen to.
 
-The failover loop calls a `RequestObserver` at three moments; it never knows who
+The request path calls a `RequestObserver` at a few moments; it never knows who
 listens. The gateway holds `SilentObserver` until a metrics backend replaces it.
 Observers run on the request path: they must be cheap and must not raise.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol
 
 from semproxy.balancer.semantic import Decision
@@ -22,6 +23,13 @@ class RequestObserver(Protocol):
     def on_semantic(self, route: str, decision: Decision) -> None:
         """Semantic routing decided (before any attempt)."""
 
+    def on_embedding(self, route: str, seconds: float, cache_hit: bool | None) -> None:
+        """The prompt was embedded and scored; `cache_hit` is None without a cache."""
+
+    def on_response(self, route: str, instance: str, status: int, seconds: float,
+                    ttft: float | None, usage: Mapping[str, int] | None) -> None:
+        """The request is over: final status, total time, stream TTFT, token usage."""
+
 
 class SilentObserver:
     """The default observer: hears everything, records nothing."""
@@ -33,4 +41,11 @@ class SilentObserver:
         pass
 
     def on_semantic(self, route: str, decision: Decision) -> None:
+        pass
+
+    def on_embedding(self, route: str, seconds: float, cache_hit: bool | None) -> None:
+        pass
+
+    def on_response(self, route: str, instance: str, status: int, seconds: float,
+                    ttft: float | None, usage: Mapping[str, int] | None) -> None:
         pass

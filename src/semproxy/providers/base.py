@@ -61,7 +61,8 @@ class ChatProvider(Protocol):
         self, endpoint: str | None, auth: Any, model: str | None, net: NetPolicy
     ) -> Target: ...
 
-    async def chat(self, clients: HttpClients, target: Target, body: dict[str, Any]) -> Reply: ...
+    async def chat(self, clients: HttpClients, target: Target, body: dict[str, Any],
+                   request_id: str = "") -> Reply: ...
 
 
 @runtime_checkable
@@ -175,9 +176,10 @@ class OpenAIStyleProvider:
                                       "include_usage": True}
         return body
 
-    async def chat(self, clients: HttpClients, target: Target, body: dict[str, Any]) -> Reply:
+    async def chat(self, clients: HttpClients, target: Target, body: dict[str, Any],
+                   request_id: str = "") -> Reply:
         data = orjson.dumps(self.shape_body(body))
-        resp = await clients.post(target, data)
+        resp = await clients.post(target, data, request_id)
         return HttpReply(resp)
 
     async def embed(self, clients: HttpClients, target: Target, texts: Sequence[str]) -> np.ndarray:

@@ -69,7 +69,8 @@ class EchoProvider:
     def target(self, endpoint: str | None, auth: Any, model: str | None, net: NetPolicy) -> Target:
         return Target(url="echo://local", headers={}, net=net, model=model, label="echo://local")
 
-    async def chat(self, clients: HttpClients, target: Target, body: dict[str, Any]) -> MemoryReply:
+    async def chat(self, clients: HttpClients, target: Target, body: dict[str, Any],
+                   request_id: str = "") -> MemoryReply:
         model = str(body.get("model") or target.model or "echo")
         text = f"[{self.instance}] {last_user_text(body)}"
         created = int(time.time())

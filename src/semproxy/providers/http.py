@@ -41,7 +41,8 @@ class HttpClients:
             self._sessions[key] = session
         return session
 
-    async def post(self, target: Target, data: bytes) -> aiohttp.ClientResponse:
+    async def post(self, target: Target, data: bytes, request_id: str = ""
+                   ) -> aiohttp.ClientResponse:
         """POST and return the response once headers arrived; the caller releases it.
 
         The total timeout covers connect + headers + body; transport failures are
@@ -54,7 +55,8 @@ class HttpClients:
             return await session.post(
                 target.url,
                 data=data,
-                headers=target.headers,
+                headers={**target.headers, "X-Request-Id": request_id} if request_id
+                else target.headers,
                 timeout=timeout,
                 ssl=net.ssl_verify,
             )

@@ -18,7 +18,7 @@ from semproxy.embeddings.factory import EmbedderPool
 from semproxy.errors import GatewayError
 from semproxy.observability.observer import RequestObserver, SilentObserver
 from semproxy.providers.http import HttpClients
-from semproxy.server.handler import handle
+from semproxy.server.handler import REQUEST_ID, handle
 from semproxy.server.routes import RouteTable
 
 log = logging.getLogger("semproxy.server")
@@ -77,7 +77,9 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     try:
         return await handler(request)
     except GatewayError as exc:
-        return web.Response(body=exc.body(), status=exc.status, content_type="application/json")
+        rid = request.get(REQUEST_ID)
+        return web.Response(body=exc.body(), status=exc.status, content_type="application/json",
+                            headers={"X-Request-Id": rid} if rid else None)
     except web.HTTPException as exc:
         err = GatewayError(exc.reason)
         return web.Response(body=err.body(), status=exc.status,

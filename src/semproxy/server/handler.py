@@ -9,43 +9,39 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 from aiohttp import web
 
 from semproxy.balancer.semantic import Decision
-from semproxy.errors import UnavailableError, UpstreamError, UpstreamTimeoutError, error_body
+from semproxy.errors import (
+    GatewayError,
+    UnavailableError,
+    UpstreamError,
+    UpstreamTimeoutError,
+    error_body,
+)
 from semproxy.observability.observer import RequestObserver
 from semproxy.providers.base import Reply
 from semproxy.providers.http import HttpClients
+from semproxy.server.auth import authenticate
+from semproxy.server.exchange import (
+    Attempt,
+    Exchange,
+    finish,
+    request_id,
+    usage_from_body,
+    usage_from_chunk,
+)
 from semproxy.server.request import parse_chat, read_body, routing_text
 from semproxy.server.routes import Candidates, RouteState, RouteTable
 
 log = logging.getLogger("semproxy.proxy")
 
 SSE = "text/event-stream"
-
-
-@dataclass(slots=True)
-class Attempt:
-    instance: str
-    outcome: str  # "ok", "http_503", "timeout", "connect", "reset"
-
-    def describe(self) -> str:
-        """How the attempt ended, in the words of the logs and the all-failed body."""
-        kind, _, code = self.outcome.partition("_")
-        return f"returned {code}" if kind == "http" else f"failed ({self.outcome})"
-
-
-@dataclass(slots=True)
-class Exchange:
-    """What happened to one request; read by headers, logs and metrics."""
-
-    route: RouteState
-    decision: Decision | None = None
-    attempts: list[Attempt] = field(default_factory=list)
+REQUEST_ID = web.RequestKey("semproxy.request_id", str)  # read by the error middleware
 
 
 @dataclass(slots=True)
@@ -61,14 +57,43 @@ class Result:
 
 async def handle(request: web.Request, table: RouteTable, clients: HttpClients,
                  observer: RequestObserver) -> web.StreamResponse:
-    route = table.match(request.path, request.method)
-    payload = parse_chat(await read_body(request, route.spec.max_body))
-    exchange = Exchange(route)
+    """Serve one request and account for it (metrics, access log), whatever happens."""
+    exchange = Exchange(request_id(request))
+    request[REQUEST_ID] = exchange.request_id
+    try:
+        response = await serve(request, exchange, table, clients, observer)
+        exchange.status = response.status
+        return response
+    except GatewayError as exc:
+        exchange.status = exc.status
+        raise
+    finally:
+        finish(exchange, observer)
+
+
+async def serve(request: web.Request, exchange: Exchange, table: RouteTable,
+                clients: HttpClients, observer: RequestObserver) -> web.StreamResponse:
+    route = exchange.route = table.match(request.path, request.method)
+    exchange.consumer = authenticate(request, route.spec, table.config.consumers)
+    payload = exchange.payload = parse_chat(await read_body(request, route.spec.max_body))
     if route.semantic is not None:
-        exchange.decision = await route.semantic.decide(routing_text(payload))
-        observer.on_semantic(route.spec.id, exchange.decision)
-    candidates = route.candidates(request, exchange.decision)
+        exchange.decision = await decide(route, payload, observer)
+    candidates = route.candidates(request, exchange.decision, exchange.consumer)
     return await failover(request, exchange, candidates, payload, clients, observer)
+
+
+async def decide(route: RouteState, payload: dict[str, Any], observer: RequestObserver
+                 ) -> Decision:
+    assert route.semantic is not None
+    started = time.monotonic()
+    hits = route.semantic.cache_hits()
+    decision = await route.semantic.decide(routing_text(payload))
+    if decision.ranking:
+        after = route.semantic.cache_hits()
+        hit = None if hits is None or after is None else after > hits
+        observer.on_embedding(route.spec.id, time.monotonic() - started, hit)
+    observer.on_semantic(route.spec.id, decision)
+    return decision
 
 
 async def failover(request: web.Request, exchange: Exchange, candidates: Candidates,
@@ -83,7 +108,9 @@ async def failover(request: web.Request, exchange: Exchange, candidates: Candida
     skipped unless all are. Nothing is retried once bytes went to the client:
     every attempt ends before the relay starts.
     """
-    route, health = exchange.route, exchange.route.health
+    route = exchange.route
+    assert route is not None
+    health = route.health
     skip = health.unusable(route.names)
     tried: set[str] = set()
     name = candidates.next(skip)
@@ -92,7 +119,7 @@ async def failover(request: web.Request, exchange: Exchange, candidates: Candida
     while True:
         tried.add(name)
         health.claim(name)
-        result = await _attempt(route, name, payload, clients)
+        result = await _attempt(route, name, payload, clients, exchange.request_id)
         _record(exchange, observer, name, result)
         nxt = candidates.next(tried | skip) if _may_retry(exchange, result) else None
         if nxt is None:
@@ -104,13 +131,13 @@ async def failover(request: web.Request, exchange: Exchange, candidates: Candida
         name = nxt
 
 
-async def _attempt(route: RouteState, name: str, payload: dict[str, Any], clients: HttpClients
-                   ) -> Result:
+async def _attempt(route: RouteState, name: str, payload: dict[str, Any], clients: HttpClients,
+                   rid: str) -> Result:
     instance = route.by_name[name]
     started = time.monotonic()
     try:
         reply = await instance.provider.chat(clients, instance.target,
-                                             {**payload, **instance.options})
+                                             {**payload, **instance.options}, rid)
         # A whole body is read here, inside the attempt: a connection that breaks
         # before the client saw a byte can still fail over. Streams cannot.
         body = None if _is_stream(reply) else await reply.read()
@@ -133,20 +160,24 @@ def _transport_outcome(error: UpstreamError) -> str:
 
 
 def _record(exchange: Exchange, observer: RequestObserver, name: str, result: Result) -> None:
+    route = exchange.route
+    assert route is not None
     exchange.attempts.append(Attempt(name, result.outcome))
-    observer.on_attempt(exchange.route.spec.id, name, result.outcome, result.seconds)
+    observer.on_attempt(route.spec.id, name, result.outcome, result.seconds)
     if result.outcome == "ok":
-        exchange.route.health.record_success(name)
+        route.health.record_success(name)
     else:
-        exchange.route.health.record_failure(name, result.outcome)
+        route.health.record_failure(name, result.outcome)
 
 
 def _failed(exchange: Exchange, result: Result) -> bool:
     """A failure the route fails over on: any transport error, or a status of its policy."""
+    assert exchange.route is not None
     return result.reply is None or exchange.route.spec.retry.is_retryable(result.reply.status)
 
 
 def _may_retry(exchange: Exchange, result: Result) -> bool:
+    assert exchange.route is not None
     policy = exchange.route.spec.retry
     if not _failed(exchange, result):
         return False
@@ -176,13 +207,15 @@ async def _conclude(request: web.Request, exchange: Exchange, result: Result
 
 
 def _log_exhausted(exchange: Exchange) -> None:
+    assert exchange.route is not None
     tried = ", ".join(f"{a.instance} ({a.outcome})" for a in exchange.attempts)
     log.warning("route %s: giving up after %d attempt(s): %s", exchange.route.spec.id,
                 len(exchange.attempts), tried)
 
 
 def debug_headers(exchange: Exchange) -> dict[str, str]:
-    headers: dict[str, str] = {}
+    headers = {"X-Request-Id": exchange.request_id}
+    assert exchange.route is not None
     spec = exchange.route.spec
     if spec.debug_headers and exchange.attempts:
         headers["X-AI-Instance"] = exchange.attempts[-1].instance
@@ -207,13 +240,15 @@ async def relay(request: web.Request, exchange: Exchange, reply: Reply, body: by
     """Send the chosen answer: ``body`` when it was read already, else the live stream."""
     headers = debug_headers(exchange)
     if body is None:
-        return await relay_stream(request, reply, headers)
+        return await relay_stream(request, exchange, reply, headers)
+    exchange.usage = usage_from_body(body)
+    exchange.response_body = body
     return web.Response(body=body, status=reply.status, headers=headers,
                         content_type=reply.content_type.split(";")[0] or "application/json")
 
 
-async def relay_stream(request: web.Request, reply: Reply, headers: dict[str, str]
-                       ) -> web.StreamResponse:
+async def relay_stream(request: web.Request, exchange: Exchange, reply: Reply,
+                       headers: dict[str, str]) -> web.StreamResponse:
     """Relay SSE bytes as they arrive; never buffer a whole event stream.
 
     Once the first byte is out nothing can be retried: an upstream failure ends
@@ -224,6 +259,10 @@ async def relay_stream(request: web.Request, reply: Reply, headers: dict[str, st
     await response.prepare(request)
     try:
         async for chunk in reply.iter_chunks():
+            if exchange.ttft is None:
+                exchange.ttft = time.monotonic() - exchange.started
+            if b'"usage"' in chunk:
+                exchange.usage = usage_from_chunk(chunk) or exchange.usage
             await response.write(chunk)
     except (ConnectionResetError, aiohttp.ClientConnectionResetError):
         log.info("client left mid-stream; closing the upstream request")

@@ -65,6 +65,10 @@ class SemanticSelector:
              for i in with_examples],
             pool.get(spec.embeddings), spec.aggregation, spec.k,
         )
+        self.cache = pool.caches.get(spec.embeddings.fingerprint)
+
+    def cache_hits(self) -> int | None:
+        return self.cache.hits if self.cache is not None else None
 
     async def decide(self, text: str) -> Decision:
         if not text:

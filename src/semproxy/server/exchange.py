@@ -1,0 +1,135 @@
+"""The record of one request: what was chosen, tried and answered, and how long it took.
+
+The handler fills it in as the request moves along; `finish` turns it into
+metrics and the one access-log line per request. Nothing here holds secrets:
+headers are never copied in, and payloads only when the route's
+`logging.payloads` asks for them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from semproxy.balancer.semantic import Decision
+from semproxy.observability.observer import RequestObserver
+from semproxy.server.routes import RouteState
+
+access_log = logging.getLogger("semproxy.access")
+
+USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
+MAX_LOGGED_PAYLOAD = 4096
+MAX_REQUEST_ID = 128
+
+
+@dataclass(slots=True)
+class Attempt:
+    instance: str
+    outcome: str  # "ok", "http_503", "timeout", "connect", "reset"
+
+    def describe(self) -> str:
+        """How the attempt ended, in the words of the logs and the all-failed body."""
+        kind, _, code = self.outcome.partition("_")
+        return f"returned {code}" if kind == "http" else f"failed ({self.outcome})"
+
+
+@dataclass(slots=True)
+class Exchange:
+    request_id: str
+    started: float = field(default_factory=time.monotonic)
+    route: RouteState | None = None
+    consumer: str | None = None
+    decision: Decision | None = None
+    attempts: list[Attempt] = field(default_factory=list)
+    status: int = 0
+    ttft: float | None = None
+    usage: dict[str, int] | None = None
+    model: str | None = None
+    payload: dict[str, Any] | None = None
+    response_body: bytes | None = None
+
+    @property
+    def instance(self) -> str:
+        return self.attempts[-1].instance if self.attempts else "-"
+
+
+def request_id(request: web.Request) -> str:
+    """The client's X-Request-Id when it is a sane token, else a fresh one."""
+    given = request.headers.get("X-Request-Id", "")
+    if 0 < len(given) <= MAX_REQUEST_ID and given.isascii() and given.isprintable():
+        return given
+    return uuid.uuid4().hex
+
+
+def usage_from_body(body: bytes) -> dict[str, int] | None:
+    if b'"usage"' not in body:
+        return None
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    return _usage(data.get("usage") if isinstance(data, dict) else None)
+
+
+def usage_from_chunk(chunk: bytes) -> dict[str, int] | None:
+    """Token usage from an SSE chunk that carries the final usage event, if it does."""
+    for line in chunk.split(b"\n"):
+        if line.startswith(b"data: {") and b'"usage"' in line:
+            found = usage_from_body(line[6:])
+            if found:
+                return found
+    return None
+
+
+def _usage(node: Any) -> dict[str, int] | None:
+    if not isinstance(node, dict):
+        return None
+    found = {k[: -len("_tokens")]: v for k, v in node.items()
+             if k in USAGE_KEYS and isinstance(v, int) and v >= 0}
+    return found or None
+
+
+def finish(exchange: Exchange, observer: RequestObserver) -> None:
+    seconds = time.monotonic() - exchange.started
+    route = exchange.route.spec.id if exchange.route else "-"
+    observer.on_response(route, exchange.instance, exchange.status, seconds, exchange.ttft,
+                         exchange.usage)
+    if access_log.isEnabledFor(logging.INFO):
+        access_log.info("%s %s -> %s %d", route, exchange.request_id, exchange.instance,
+                        exchange.status, extra={"fields": access_fields(exchange, seconds)})
+
+
+def access_fields(exchange: Exchange, seconds: float) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "request_id": exchange.request_id,
+        "route": exchange.route.spec.id if exchange.route else None,
+        "instance": exchange.instance if exchange.attempts else None,
+        "model": exchange.model,
+        "status": exchange.status,
+        "latency_ms": round(seconds * 1000, 3),
+        "ttft_ms": None if exchange.ttft is None else round(exchange.ttft * 1000, 3),
+        "tokens": exchange.usage,
+        "consumer": exchange.consumer,
+    }
+    if exchange.decision is not None:
+        fields["semantic"] = {"pick": exchange.decision.pick, "reason": exchange.decision.reason,
+                              "top_score": exchange.decision.top_score}
+    if len(exchange.attempts) > 1:
+        fields["failover"] = [f"{a.instance}:{a.outcome}" for a in exchange.attempts]
+    route = exchange.route
+    if route is not None and route.spec.logging.payloads:
+        fields["request_body"] = _clip(orjson.dumps(exchange.payload))
+        if exchange.response_body is not None:
+            fields["response_body"] = _clip(exchange.response_body)
+    return fields
+
+
+def _clip(data: bytes) -> str:
+    text = data[:MAX_LOGGED_PAYLOAD].decode("utf-8", "replace")
+    return text + ("..." if len(data) > MAX_LOGGED_PAYLOAD else "")
