@@ -22,7 +22,8 @@ from semproxy.config.runtime import GatewayConfig, build
 from semproxy.config.schema import Root
 from semproxy.errors import ConfigError
 
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# ${VAR} or ${VAR:-default} (the default is used when VAR is unset).
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
 def parse_document(text: str, source: str = "<config>") -> Any:
@@ -36,11 +37,13 @@ def parse_document(text: str, source: str = "<config>") -> Any:
 
 
 def substitute_env(node: Any, env: Mapping[str, str], path: str = "") -> tuple[Any, list[str]]:
-    """Replace ${VAR} in every string; a missing variable is an error at its path."""
+    """Replace ${VAR} in every string; a missing variable without default is an error."""
     errors: list[str] = []
     if isinstance(node, str):
         def repl(m: re.Match[str]) -> str:
-            name = m.group(1)
+            name, default = m.group(1), m.group(2)
+            if name not in env and default is not None:
+                return default
             if name not in env:
                 errors.append(f"{path or '<root>'}: environment variable {name} is not set")
                 return ""

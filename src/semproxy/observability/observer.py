@@ -30,6 +30,9 @@ class RequestObserver(Protocol):
                     ttft: float | None, usage: Mapping[str, int] | None) -> None:
         """The request is over: final status, total time, stream TTFT, token usage."""
 
+    def on_health(self, route: str, instance: str, healthy: bool) -> None:
+        """An instance changed health (passive or active)."""
+
 
 class SilentObserver:
     """The default observer: hears everything, records nothing."""
@@ -48,4 +51,7 @@ class SilentObserver:
 
     def on_response(self, route: str, instance: str, status: int, seconds: float,
                     ttft: float | None, usage: Mapping[str, int] | None) -> None:
+        pass
+
+    def on_health(self, route: str, instance: str, healthy: bool) -> None:
         pass

@@ -16,6 +16,7 @@ from aiohttp import web
 from semproxy.config.runtime import GatewayConfig
 from semproxy.embeddings.factory import EmbedderPool
 from semproxy.errors import GatewayError
+from semproxy.observability.metrics import Metrics
 from semproxy.observability.observer import RequestObserver, SilentObserver
 from semproxy.providers.http import HttpClients
 from semproxy.server.handler import REQUEST_ID, handle
@@ -35,7 +36,7 @@ class Gateway:
                  observer: RequestObserver | None = None) -> None:
         self.clients = HttpClients()
         self.observer: RequestObserver = observer or SilentObserver()
-        self.table = RouteTable(config, EmbedderPool(self.clients))
+        self.table = RouteTable(config, EmbedderPool(self.clients), self.observer)
 
     @property
     def config(self) -> GatewayConfig:
@@ -52,12 +53,17 @@ class Gateway:
         The new table's health checks start before the swap; the old table's stop
         after it. Health state is per version: the new one starts all healthy.
         """
-        table = RouteTable(config, EmbedderPool(self.clients))
+        table = RouteTable(config, EmbedderPool(self.clients), self.observer)
         await table.warm()
         table.start_checks()
         old, self.table = self.table, table
         await old.stop_checks()
         log.info("config version %s active (%d routes)", config.version, len(config.routes))
+
+    def report(self, metrics: Metrics) -> None:
+        """Push scrape-time state (config version, breaker states) into the metrics."""
+        metrics.on_config(self.table.version)
+        metrics.on_breakers((name, b.state) for name, b in self.table.pool.breakers.items())
 
     async def proxy(self, request: web.Request) -> web.StreamResponse:
         return await handle(request, self.table, self.clients, self.observer)

@@ -21,6 +21,7 @@ from semproxy.embeddings.scorer import PromptScorer, ScoredInstance
 from semproxy.errors import EmbeddingError, MethodNotAllowedError, NotFoundError
 from semproxy.health.active import ActiveChecker
 from semproxy.health.state import HealthState
+from semproxy.observability.observer import RequestObserver
 from semproxy.server.hashkey import hash_key
 
 log = logging.getLogger("semproxy.routing")
@@ -117,7 +118,8 @@ class RouteState:
         return Candidates(preferred, self.picker, self.names, key)
 
 
-def build_route(spec: RouteSpec, pool: EmbedderPool) -> RouteState:
+def build_route(spec: RouteSpec, pool: EmbedderPool,
+                observer: RequestObserver | None = None) -> RouteState:
     """Build one route's state. Health is per route and per config version.
 
     Passive settings are per instance, as they are written: each instance uses
@@ -127,7 +129,11 @@ def build_route(spec: RouteSpec, pool: EmbedderPool) -> RouteState:
     algorithm = "roundrobin" if spec.algorithm == "semantic" else spec.algorithm
     picker = build_picker(algorithm, [(i.name, i.weight, i.priority) for i in spec.instances])
     passive = {i.name: i.checks.passive for i in spec.instances if i.checks and i.checks.passive}
-    health = HealthState([i.name for i in spec.instances], passive)
+    listener = None
+    if observer is not None:
+        def listener(name: str, healthy: bool) -> None:
+            observer.on_health(spec.id, name, healthy)
+    health = HealthState([i.name for i in spec.instances], passive, listener=listener)
     state = RouteState(spec, picker, health, by_name={i.name: i for i in spec.instances})
     if spec.semantic is not None:
         state.semantic = SemanticSelector(spec, spec.semantic, pool)
@@ -141,11 +147,12 @@ def build_route(spec: RouteSpec, pool: EmbedderPool) -> RouteState:
 class RouteTable:
     """Routes of one config version, matched exact-first, then longest prefix."""
 
-    def __init__(self, config: GatewayConfig, pool: EmbedderPool) -> None:
+    def __init__(self, config: GatewayConfig, pool: EmbedderPool,
+                 observer: RequestObserver | None = None) -> None:
         self.config = config
         self.version = config.version
         self.pool = pool
-        self.routes = [build_route(r, pool) for r in config.routes]
+        self.routes = [build_route(r, pool, observer) for r in config.routes]
         self._exact = {r.spec.uri: r for r in self.routes if not r.spec.is_prefix}
         self._prefixes = sorted((r for r in self.routes if r.spec.is_prefix),
                                 key=lambda r: -len(r.spec.uri))

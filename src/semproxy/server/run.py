@@ -1,7 +1,9 @@
 """Running the gateway: one worker in-process, or N processes sharing the port.
 
-SIGTERM/SIGINT stop accepting new connections at once, let in-flight requests
-(streams included) finish for the grace period, then exit 0.
+Each worker loads its config from the source (file or etcd), watches it for new
+versions, serves the public listener and, when configured, the admin listener
+(admin API and /metrics). SIGTERM/SIGINT stop accepting new connections at once,
+let in-flight requests (streams included) finish for the grace period, then exit 0.
 """
 
 from __future__ import annotations
@@ -10,16 +12,25 @@ import asyncio
 import logging
 import multiprocessing
 import os
+import shutil
 import signal
 import socket
-from dataclasses import dataclass
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from aiohttp import web
 
 from semproxy.config.runtime import GatewayConfig
+from semproxy.config.source import ConfigSource, SourceError
+from semproxy.observability.metrics import Metrics
+from semproxy.server.admin import AdminAPI, check_admin_settings
 from semproxy.server.app import Gateway, build_app
+from semproxy.server.reload import ConfigWatcher
 
 log = logging.getLogger("semproxy.server")
+
+SourceFactory = Callable[[], ConfigSource]
 
 
 @dataclass
@@ -28,12 +39,26 @@ class RunningGateway:
     runner: web.AppRunner
     host: str
     port: int
+    watcher: ConfigWatcher | None = None
+    admin_runner: web.AppRunner | None = None
+    admin_port: int | None = None
+    extra: list[web.AppRunner] = field(default_factory=list)
 
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
+    @property
+    def admin_url(self) -> str | None:
+        if self.admin_port is None:
+            return None
+        return f"http://{self.host}:{self.admin_port}"
+
     async def close(self) -> None:
+        if self.watcher is not None:
+            await self.watcher.stop()
+        if self.admin_runner is not None:
+            await self.admin_runner.cleanup()
         await self.runner.cleanup()
 
 
@@ -42,53 +67,117 @@ def split_listen(listen: str) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
-async def start(config: GatewayConfig, listen: str | None = None,
-                reuse_port: bool = False) -> RunningGateway:
-    """Start one worker on a real socket (port 0 picks a free one) and return it."""
-    gateway = Gateway(config)
-    await gateway.start()
-    runner = web.AppRunner(build_app(gateway), access_log=None,
-                           shutdown_timeout=config.shutdown_grace_s)
+async def _listen(app: web.Application, listen: str, reuse_port: bool, grace: float
+                  ) -> tuple[web.AppRunner, int]:
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=grace)
     await runner.setup()
-    host, port = split_listen(listen or config.listen)
+    host, port = split_listen(listen)
     site = web.TCPSite(runner, host, port, reuse_port=reuse_port, backlog=1024)
     await site.start()
-    bound = int(runner.addresses[0][1])
-    return RunningGateway(gateway, runner, host, bound)
+    return runner, int(runner.addresses[0][1])
 
 
-async def serve_forever(config: GatewayConfig, listen: str | None, reuse_port: bool) -> None:
-    running = await start(config, listen, reuse_port)
+async def start(config: GatewayConfig, listen: str | None = None, reuse_port: bool = False,
+                source: ConfigSource | None = None) -> RunningGateway:
+    """Start one worker on a real socket (port 0 picks a free one) and return it.
+
+    With a `source`, the worker watches it for new versions and serves the admin
+    API when the config has an `admin` section.
+    """
+    metrics = Metrics()
+    gateway = Gateway(config, metrics)
+    await gateway.start()
+    runner, port = await _listen(build_app(gateway), listen or config.listen, reuse_port,
+                                 config.shutdown_grace_s)
+    running = RunningGateway(gateway, runner, split_listen(listen or config.listen)[0], port)
+    if source is not None:
+        running.watcher = ConfigWatcher(source, gateway)
+        running.watcher.start()
+        await _start_admin(running, metrics, source, reuse_port)
+    return running
+
+
+async def _start_admin(running: RunningGateway, metrics: Metrics, source: ConfigSource,
+                       reuse_port: bool) -> None:
+    config = running.gateway.config
+    if config.admin is None:
+        return
+    refusal = check_admin_settings(config)
+    if refusal is not None:
+        log.error("admin listener not started: %s", refusal)
+        return
+    assert running.watcher is not None
+
+    def render() -> tuple[bytes, str]:
+        running.gateway.report(metrics)
+        return metrics.render()
+
+    api = AdminAPI(running.gateway, running.watcher, source, render)
+    running.admin_runner, running.admin_port = await _listen(
+        api.app(), config.admin.listen, reuse_port, 1.0)
+
+
+async def load_initial(source: ConfigSource, retry_s: float = 1.0) -> GatewayConfig:
+    """The first version; an unreachable source (etcd down) is retried, never fatal."""
+    while True:
+        try:
+            return await source.load()
+        except SourceError as exc:
+            log.warning("config source unavailable (%s); retrying in %.0fs", exc, retry_s)
+            await asyncio.sleep(retry_s)
+
+
+async def serve_forever(make_source: SourceFactory, listen: str | None,
+                        reuse_port: bool) -> None:
+    source = make_source()
+    config = await load_initial(source)
+    running = await start(config, listen, reuse_port, source)
     print(f"semproxy listening on {running.url} (pid {os.getpid()})", flush=True)
+    if running.admin_url:
+        print(f"semproxy admin on {running.admin_url}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     log.info("shutting down: draining in-flight requests for up to %.0fs",
-             config.shutdown_grace_s)
+             running.gateway.config.shutdown_grace_s)
     await running.close()
 
 
-def run_worker(config: GatewayConfig, listen: str | None, reuse_port: bool) -> None:
+def run_worker(make_source: SourceFactory, listen: str | None, reuse_port: bool) -> None:
     try:
         import uvloop
         uvloop.install()
     except ImportError:  # uvloop is optional on platforms without it
         pass
-    asyncio.run(serve_forever(config, listen, reuse_port))
+    asyncio.run(serve_forever(make_source, listen, reuse_port))
 
 
-def run(config: GatewayConfig, listen: str | None = None, workers: int = 1) -> int:
+def run(make_source: SourceFactory, listen: str | None = None, workers: int = 1,
+        default_listen: str = "127.0.0.1:9080") -> int:
     if workers <= 1:
-        run_worker(config, listen, reuse_port=False)
+        run_worker(make_source, listen, reuse_port=False)
         return 0
-    host, port = split_listen(listen or config.listen)
+    host, port = split_listen(listen or default_listen)
     if port == 0:
         port = _free_port(host)
-    address = f"{host}:{port}"
+    # Workers write their metrics to a shared directory so any one can answer a scrape.
+    metrics_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    own_dir = metrics_dir is None
+    if own_dir:
+        metrics_dir = tempfile.mkdtemp(prefix="semproxy-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+    try:
+        return _run_workers(make_source, f"{host}:{port}", workers)
+    finally:
+        if own_dir and metrics_dir:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def _run_workers(make_source: SourceFactory, address: str, workers: int) -> int:
     ctx = multiprocessing.get_context("fork")
-    procs = [ctx.Process(target=run_worker, args=(config, address, True), daemon=False)
+    procs = [ctx.Process(target=run_worker, args=(make_source, address, True))
              for _ in range(workers)]
     for proc in procs:
         proc.start()
