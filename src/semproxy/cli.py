@@ -100,6 +100,8 @@ def _quality_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
                      help="balanced | accuracy | precision=P (default balanced)")
     cal.add_argument("--holdout", type=float, default=0.3,
                      help="share of the data kept out of fitting to report honest figures")
+    cal.add_argument("--per-instance", action="store_true",
+                     help="also write per-instance thresholds (they overfit on CLINC150)")
     cal.add_argument("--write", metavar="OUT.yaml", help="write the config with new thresholds")
     cal.set_defaults(func=_calibrate)
 

@@ -60,5 +60,6 @@ def test_calibrate_cli_writes_a_config_that_keeps_comments(
     assert "before (config)" in printed and "balancer threshold" in printed
     written = out.read_text()
     assert "# keep this comment" in written and "# an explicit one" in written
-    assert yaml.safe_load(written)["routes"][0]["plugins"]["ai-proxy-multi"]["balancer"][
-        "threshold"] != 0.3
+    multi = yaml.safe_load(written)["routes"][0]["plugins"]["ai-proxy-multi"]
+    # Without --per-instance, cooking's explicit threshold follows the new balancer one.
+    assert multi["instances"][1]["threshold"] == multi["balancer"]["threshold"]

@@ -128,8 +128,9 @@ async def _calibrate(args: argparse.Namespace, goal: Callable[[Confusion], cal.S
                          ("+ per-instance thresholds", list(fitted.thresholds))):
             print(_line(name, _confusion(selector, labels, scores, negative, th, expected, rows)))
         print(f"balancer threshold: {fitted.threshold:.4f}")
-        for name, t in zip(labels, fitted.thresholds, strict=False):
-            print(f"  {name:<24} {t:.4f}")
+        if args.per_instance:
+            for name, t in zip(labels, fitted.thresholds, strict=False):
+                print(f"  {name:<24} {t:.4f}")
     if args.write:
         _write(args, config, fitted, labels[:-1])
     return 0
@@ -138,8 +139,11 @@ async def _calibrate(args: argparse.Namespace, goal: Callable[[Confusion], cal.S
 def _write(args: argparse.Namespace, config: GatewayConfig, fitted: cal.Fit,
            names: Sequence[str]) -> None:
     route = next(r for r in config.routes if r.id == args.route)
+    # Without --per-instance, explicit instance thresholds are set to the new
+    # balancer threshold too, so the written route behaves as measured.
     explicit = {i.name for i in route.instances if i.threshold is not None}
-    per_instance = {n: t for n, t in zip(names, fitted.thresholds, strict=True)
+    chosen = fitted.thresholds if args.per_instance else [fitted.threshold] * len(names)
+    per_instance = {n: t for n, t in zip(names, chosen, strict=True)
                     if n in explicit or abs(t - fitted.threshold) > 1e-9}
     text = Path(args.config).read_text(encoding="utf-8")
     Path(args.write).write_text(set_thresholds(text, args.route, fitted.threshold, per_instance),
