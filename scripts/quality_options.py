@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import random
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -74,7 +75,7 @@ async def measure(dataset: dict[str, Any], k: int, options: dict[str, Any]) -> l
 
 
 def main() -> None:
-    dataset = orjson.loads(open(sys.argv[1], "rb").read())
+    dataset = orjson.loads(Path(sys.argv[1]).read_bytes())
     ks = [int(x) for x in sys.argv[2:]] or [16]
     print("| k | variant | top-1 domain acc. (val) | threshold | held-out acc. "
           "| held-out oos recall | held-out balanced | decisions/s |")
