@@ -1,4 +1,4 @@
-"""Command line: serve, validate, explain, config push."""
+"""Command line: serve, validate, explain, eval, calibrate, config push."""
 
 from __future__ import annotations
 
@@ -52,6 +52,18 @@ def _explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _eval(args: argparse.Namespace) -> int:
+    from semproxy.quality.commands import run_eval
+
+    return run_eval(args)
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    from semproxy.quality.commands import run_calibrate
+
+    return run_calibrate(args)
+
+
 def _push(args: argparse.Namespace) -> int:
     """Validate a config file, then write it to etcd (one key per route)."""
     load_file(args.file)
@@ -99,7 +111,39 @@ def parser() -> argparse.ArgumentParser:
     push.add_argument("--etcd", required=True)
     push.add_argument("--prefix", default="/semproxy")
     push.set_defaults(func=_push)
+    _quality_parsers(sub)
     return p
+
+
+def _quality_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ev = sub.add_parser("eval", help="measure semantic routing on labelled prompts (no LLM calls)")
+    ev.add_argument("--config", help="gateway config (with --route and --data)")
+    ev.add_argument("--route")
+    ev.add_argument("--data", help="labelled JSONL: {prompt|messages, instance|null} per line")
+    ev.add_argument("--report", metavar="DIR", help="write an HTML report with PNG charts here")
+    ev.add_argument("--json", action="store_true", help="print the figures as JSON")
+    ev.add_argument("--clinc150", metavar="PATH",
+                    help="build a route and labelled file from clinc150_train_val.json, then eval")
+    ev.add_argument("--k", type=int, default=16, help="examples per domain (with --clinc150)")
+    ev.add_argument("--seed", type=int, default=0, help="example sampling seed (--clinc150)")
+    ev.add_argument("--aggregation", default="max_centroid",
+                    choices=["max", "top_k_mean", "max_centroid"], help="(--clinc150)")
+    ev.add_argument("--no-center", dest="center", action="store_false", help="(--clinc150)")
+    ev.add_argument("--out", default="build/clinc150",
+                    help="where --clinc150 writes its config and data")
+    ev.set_defaults(func=_eval)
+    cal = sub.add_parser("calibrate", help="choose thresholds on labelled prompts")
+    cal.add_argument("--config", required=True)
+    cal.add_argument("--route", required=True)
+    cal.add_argument("--data", required=True)
+    cal.add_argument("--objective", default="balanced",
+                     help="balanced | accuracy | precision=P (default balanced)")
+    cal.add_argument("--holdout", type=float, default=0.3,
+                     help="share of the data kept out of fitting to report honest figures")
+    cal.add_argument("--per-instance", action="store_true",
+                     help="also write per-instance thresholds (they overfit on CLINC150)")
+    cal.add_argument("--write", metavar="OUT.yaml", help="write the config with new thresholds")
+    cal.set_defaults(func=_calibrate)
 
 
 def main(argv: list[str] | None = None) -> int:

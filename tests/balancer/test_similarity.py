@@ -121,3 +121,30 @@ def test_margin_is_winner_minus_runner_up() -> None:
     assert margin([("a", 0.75), ("b", 0.5), ("c", 0.1)]) == pytest.approx(0.25)
     assert margin([("a", 0.75)]) == math.inf
     assert margin([]) == math.inf
+
+
+def test_max_centroid_averages_best_example_and_centroid() -> None:
+    # a: examples [1, 0] and [0, 1]; the prompt is [1, 0]: best 1.0, centroid
+    # [0.707, 0.707] at cosine 0.707 -> 0.854. b: one example, both parts 0.6.
+    refs = normalize([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
+    scores = instance_scores(normalize([1.0, 0.0]), refs, [0, 2, 3], aggregation="max_centroid")
+    assert scores.tolist() == pytest.approx([0.5 + 0.5 * math.sqrt(0.5), 0.6])
+
+
+def test_max_centroid_of_cancelling_examples_keeps_the_best_half() -> None:
+    refs = normalize([[1.0, 0.0], [-1.0, 0.0]])
+    scores = instance_scores(normalize([1.0, 0.0]), refs, [0, 2], aggregation="max_centroid")
+    assert scores.tolist() == pytest.approx([0.5])
+
+
+@pytest.mark.parametrize("aggregation", ["max", "top_k_mean", "max_centroid"])
+def test_a_batch_scores_each_prompt_like_one_at_a_time(aggregation: str) -> None:
+    rng = np.random.default_rng(0)
+    refs = normalize(rng.normal(size=(9, 4)))
+    prompts = normalize(rng.normal(size=(5, 4)))
+    bounds = [0, 3, 3, 7, 9]
+    batch = instance_scores(prompts, refs, bounds, aggregation=aggregation, k=2)
+    assert batch.shape == (5, 4)
+    for row, prompt in zip(batch, prompts, strict=True):
+        single = instance_scores(prompt, refs, bounds, aggregation=aggregation, k=2)
+        np.testing.assert_allclose(row, single, rtol=1e-6, atol=1e-6)

@@ -2,7 +2,8 @@
 
 Everything here is pure numpy on already-embedded vectors; embedding and
 caching live elsewhere. The reference matrix holds every example of a route,
-grouped by instance, so scoring one prompt costs one matrix-vector product.
+grouped by instance, so scoring one prompt (or a batch of prompts) costs one
+matrix product.
 """
 
 from __future__ import annotations
@@ -31,22 +32,34 @@ def normalize(matrix: npt.ArrayLike) -> npt.NDArray[np.float32]:
     return out
 
 
-def _segment_max(sims: FloatArray, starts: IntArray, k: int) -> FloatArray:
+def _segment_max(sims: FloatArray, starts: IntArray, k: int, sums: FloatArray) -> FloatArray:
     # Segments are contiguous, so reduceat computes every instance's maximum
-    # in one vectorised pass.
-    return np.maximum.reduceat(sims, starts).astype(np.float64)
+    # in one vectorised pass (per prompt row when scoring a batch).
+    return np.maximum.reduceat(sims, starts, axis=-1).astype(np.float64)
 
 
-def _segment_top_k_mean(sims: FloatArray, starts: IntArray, k: int) -> FloatArray:
-    ends = np.append(starts[1:], len(sims))
-    out = np.empty(len(starts), dtype=np.float64)
+def _segment_top_k_mean(sims: FloatArray, starts: IntArray, k: int, sums: FloatArray
+                        ) -> FloatArray:
+    ends = np.append(starts[1:], sims.shape[-1])
+    out = np.empty((*sims.shape[:-1], len(starts)), dtype=np.float64)
     for i, (start, end) in enumerate(zip(starts, ends, strict=True)):
-        segment = sims[start:end]
+        segment = sims[..., start:end]
         # k is capped by the example count: an instance with two examples is
         # judged on both rather than being rejected for having few.
-        take = min(k, len(segment))
-        out[i] = np.partition(segment, len(segment) - take)[-take:].mean()
+        take = min(k, end - start)
+        out[..., i] = np.partition(segment, end - start - take, axis=-1)[..., -take:].mean(-1)
     return out
+
+
+def _segment_max_centroid(sims: FloatArray, starts: IntArray, k: int, sums: FloatArray
+                          ) -> FloatArray:
+    # cos(prompt, centroid) needs no second matrix product: the dot product
+    # with the sum of an instance's examples is the sum of their cosines, and
+    # dividing by that sum's length normalises it.
+    # Examples that cancel out (sum of length 0) have no centroid direction.
+    totals = np.add.reduceat(sims, starts, axis=-1)
+    to_centroid = np.divide(totals, sums, out=np.zeros_like(totals), where=sums > 0)
+    return 0.5 * _segment_max(sims, starts, k, sums) + 0.5 * to_centroid
 
 
 # How one instance's example cosines collapse into a single score.
@@ -55,10 +68,25 @@ def _segment_top_k_mean(sims: FloatArray, starts: IntArray, k: int) -> FloatArra
 # distinct topics (code *and* SQL *and* shell), since any prompt is far from
 # most of them. "top_k_mean" is a middle ground that resists one lucky
 # outlier example while still not averaging over unrelated topics.
-AGGREGATIONS: dict[str, Callable[[FloatArray, IntArray, int], FloatArray]] = {
+# "max_centroid" averages the best example's cosine with the cosine to the
+# normalised mean of all examples: the centroid alone blurs sub-topics, the
+# best example alone trusts one lucky phrase; together they were the most
+# accurate on CLINC150 (docs/routing-quality.md).
+AGGREGATIONS: dict[str, Callable[[FloatArray, IntArray, int, FloatArray], FloatArray]] = {
     "max": _segment_max,
     "top_k_mean": _segment_top_k_mean,
+    "max_centroid": _segment_max_centroid,
 }
+
+
+def segment_sum_norms(refs: npt.ArrayLike, bounds: npt.ArrayLike) -> FloatArray:
+    """Length of the sum of each instance's example vectors (0 for an instance without any)."""
+    matrix = np.asarray(refs, dtype=np.float64)
+    edges = np.asarray(bounds, dtype=np.intp)
+    out = np.zeros(len(edges) - 1, dtype=np.float64)
+    for i in range(len(out)):
+        out[i] = np.linalg.norm(matrix[edges[i]:edges[i + 1]].sum(axis=0))
+    return out
 
 
 def instance_scores(
@@ -67,14 +95,18 @@ def instance_scores(
     bounds: npt.ArrayLike,
     aggregation: str = "max",
     k: int = 3,
+    sum_norms: npt.ArrayLike | None = None,
 ) -> FloatArray:
-    """Score each instance against a normalised prompt vector.
+    """Score each instance against a normalised prompt vector, or a batch of them.
 
     ``refs`` is the normalised ``(n_examples, dim)`` matrix, rows grouped by
     instance; instance ``i`` owns rows ``bounds[i]:bounds[i + 1]`` and
-    ``bounds[-1] == len(refs)``. Returns ``(n_instances,)`` float64 scores;
-    an instance without examples scores ``-inf`` so it sorts last and is
-    dropped by :func:`rank` (it cannot be matched, only be a catchall).
+    ``bounds[-1] == len(refs)``. A ``(dim,)`` prompt gives ``(n_instances,)``
+    float64 scores, an ``(n_prompts, dim)`` batch one such row per prompt,
+    from one matrix product. An instance without examples scores ``-inf`` so
+    it sorts last and is dropped by :func:`rank` (it cannot be matched, only
+    be a catchall). ``sum_norms`` (from :func:`segment_sum_norms`) may be
+    passed precomputed; only "max_centroid" reads it.
     """
     aggregate = AGGREGATIONS.get(aggregation)
     if aggregate is None:
@@ -85,16 +117,21 @@ def instance_scores(
     ref_matrix = np.asarray(refs)
     if edges.ndim != 1 or len(edges) < 1 or edges[-1] != len(ref_matrix):
         raise ValueError("bounds must be 1-D segment starts ending with len(refs)")
-    sims = (ref_matrix @ np.asarray(prompt)).astype(np.float64)
+    prompts = np.asarray(prompt)
+    sims = (np.atleast_2d(prompts) @ ref_matrix.T).astype(np.float64)
     starts = edges[:-1]
     has_examples = np.diff(edges) > 0
-    scores = np.full(len(starts), -np.inf, dtype=np.float64)
+    scores = np.full((len(sims), len(starts)), -np.inf, dtype=np.float64)
     if has_examples.any():
+        if sum_norms is None:
+            sum_norms = (segment_sum_norms(ref_matrix, edges) if aggregation == "max_centroid"
+                         else np.ones(len(starts)))
+        norms = np.asarray(sum_norms, dtype=np.float64)
         # Empty segments are skipped: reduceat would otherwise return the
         # next instance's first cosine for them. Without them, each kept
         # start runs exactly to the next kept start.
-        scores[has_examples] = aggregate(sims, starts[has_examples], k)
-    return scores
+        scores[:, has_examples] = aggregate(sims, starts[has_examples], k, norms[has_examples])
+    return scores[0] if prompts.ndim == 1 else scores
 
 
 def rank(

@@ -64,6 +64,7 @@ class SemanticSpec:
     min_margin: float
     embeddings: EmbeddingSpec
     catchall: str
+    center: bool = False
     apisix_header: bool = False  # APISIX 3.18 debugging header name as well
 
 
@@ -282,6 +283,7 @@ def _semantic(
         expose_scores=(opts.debugging if opts else False) or balancer.expose_scores,
         aggregation=balancer.aggregation, k=balancer.k, min_margin=balancer.min_margin,
         embeddings=emb, catchall=catchall, apisix_header=opts is not None and opts.debugging,
+        center=balancer.center,
     )
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from semproxy.balancer.similarity import instance_scores, normalize
+from semproxy.balancer.similarity import instance_scores, normalize, segment_sum_norms
 from semproxy.embeddings import Embedder
 from semproxy.errors import EmbeddingError
 
@@ -28,6 +28,8 @@ class References:
     bounds: np.ndarray
     negatives: np.ndarray | None
     negative_bounds: np.ndarray | None
+    sum_norms: np.ndarray | None = None
+    center: np.ndarray | None = None
 
     @property
     def dim(self) -> int:
@@ -42,6 +44,20 @@ class ScoredInstance:
     threshold: float
 
 
+def centered(vectors: np.ndarray, center: np.ndarray | None) -> np.ndarray:
+    """Unit vectors with the route's mean example direction taken out, renormalised.
+
+    Averaged word embeddings share a large common component (every sentence is
+    a bit like every other); removing the mean of the route's own examples
+    spreads the cosines out. A zero vector (blank text) stays zero.
+    """
+    unit = normalize(vectors)
+    if center is None:
+        return unit
+    shifted = np.where(np.any(unit != 0, axis=-1, keepdims=True), unit - center, 0.0)
+    return normalize(shifted)
+
+
 def _bounds(groups: Sequence[Sequence[str]]) -> np.ndarray:
     return np.cumsum([0, *(len(g) for g in groups)]).astype(np.intp)
 
@@ -53,11 +69,13 @@ class PromptScorer:
         embedder: Embedder,
         aggregation: str = "max",
         k: int = 3,
+        center: bool = False,
     ) -> None:
         self.instances = tuple(i for i in instances if i.examples)
         self._embedder = embedder
         self._aggregation = aggregation
         self._k = k
+        self._center = center
         self._refs: References | None = None
         self._building: asyncio.Future[References] | None = None
 
@@ -87,21 +105,36 @@ class PromptScorer:
         vectors = await self._embedder.embed(texts + neg_texts)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts) + len(neg_texts):
             raise EmbeddingError("reference embeddings have the wrong shape")
-        matrix = normalize(vectors)
+        mean = normalize(vectors[: len(texts)]).mean(axis=0) if self._center and texts else None
+        matrix = centered(vectors, mean)
+        bounds = _bounds(positives)
         return References(
             names=self.names,
             thresholds=tuple(i.threshold for i in self.instances),
             matrix=np.ascontiguousarray(matrix[: len(texts)]),
-            bounds=_bounds(positives),
+            bounds=bounds,
             negatives=np.ascontiguousarray(matrix[len(texts):]) if neg_texts else None,
             negative_bounds=_bounds(negatives) if neg_texts else None,
+            sum_norms=segment_sum_norms(matrix[: len(texts)], bounds),
+            center=mean,
         )
 
     async def score(self, text: str) -> tuple[References, np.ndarray, np.ndarray | None]:
         """Scores of every instance with examples (and of their negatives, if any)."""
+        refs, scores, negative = await self.score_many([text])
+        return refs, scores[0], None if negative is None else negative[0]
+
+    async def score_many(
+        self, texts: Sequence[str]
+    ) -> tuple[References, np.ndarray, np.ndarray | None]:
+        """Like `score` for many prompts: one embedding call and one matrix product.
+
+        Returns `(n_texts, n_instances)` scores. The gateway's per-request path
+        is this with one text, so a batch routes exactly as requests would.
+        """
         refs = await self.references()
-        vectors = await self._embedder.embed([text])
-        if vectors.ndim != 2 or vectors.shape[1] != refs.dim:
+        vectors = await self._embedder.embed(list(texts))
+        if vectors.ndim != 2 or vectors.shape[0] != len(texts) or vectors.shape[1] != refs.dim:
             # The model changed underneath (same name, other dimension): drop the
             # stale references so the next request rebuilds them with the new model.
             self._refs = None
@@ -109,9 +142,11 @@ class PromptScorer:
                 f"prompt embedding has dimension {vectors.shape[-1]}, references {refs.dim}",
                 "dimension_mismatch",
             )
-        prompt = normalize(vectors[0])
-        scores = instance_scores(prompt, refs.matrix, refs.bounds, self._aggregation, self._k)
+        prompts = centered(vectors, refs.center)
+        scores = np.atleast_2d(instance_scores(prompts, refs.matrix, refs.bounds,
+                                               self._aggregation, self._k, refs.sum_norms))
         negative = None
         if refs.negatives is not None and refs.negative_bounds is not None:
-            negative = instance_scores(prompt, refs.negatives, refs.negative_bounds)
+            negative = np.atleast_2d(instance_scores(prompts, refs.negatives,
+                                                     refs.negative_bounds))
         return refs, scores, negative

@@ -64,7 +64,7 @@ class SemanticSelector:
             [ScoredInstance(i.name, i.examples, i.negative_examples,
                             spec.threshold if i.threshold is None else i.threshold)
              for i in with_examples],
-            pool.get(spec.embeddings), spec.aggregation, spec.k,
+            pool.get(spec.embeddings), spec.aggregation, spec.k, spec.center,
         )
         self.cache = pool.caches.get(spec.embeddings.fingerprint)
 

@@ -1,0 +1,116 @@
+"""Rewrite thresholds in a config file in place, keeping its comments and layout.
+
+A YAML round trip through a parser would drop every comment, and a new
+dependency (ruamel) only for this is not worth it. PyYAML's composer already
+knows where every node starts and ends in the text, so we replace the value
+of an existing `threshold` key in place, or insert a `threshold` key next to
+the mapping's first key (block style) or before its closing brace (flow
+style, and JSON). The result is parsed again and must equal the original
+document with exactly those thresholds changed; otherwise nothing is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+Edit = tuple[int, int, str]  # replace text[start:end] with the string
+
+
+class ConfigEditError(ValueError):
+    """The file has a shape the line-level edit does not handle."""
+
+
+def _get(node: Node, key: str) -> Node | None:
+    if isinstance(node, MappingNode):
+        for k, v in node.value:
+            if isinstance(k, ScalarNode) and k.value == key:
+                return v  # type: ignore[no-any-return]
+    return None
+
+
+def _find_route(root: Node, route_id: str) -> Node:
+    routes = _get(root, "routes")
+    if isinstance(routes, SequenceNode):
+        for route in routes.value:
+            rid = _get(route, "id")
+            if isinstance(rid, ScalarNode) and rid.value == route_id:
+                return route  # type: ignore[no-any-return]
+    raise ConfigEditError(f"no route with id {route_id!r}")
+
+
+def _set_key(text: str, node: Node, key: str, value: str, is_json: bool) -> Edit:
+    existing = _get(node, key)
+    if existing is not None:
+        return (existing.start_mark.index, existing.end_mark.index, value)
+    if not isinstance(node, MappingNode) or not node.value:
+        raise ConfigEditError(f"cannot add {key!r} to an empty or non-mapping node")
+    name = f'"{key}"' if is_json else key
+    if node.flow_style:
+        close = text.rindex("}", node.start_mark.index, node.end_mark.index)
+        return (close, close, f", {name}: {value}")
+    first_key, first_value = node.value[0]
+    line_start = text.rfind("\n", 0, first_key.start_mark.index) + 1
+    column = first_key.start_mark.column
+    if text[line_start:first_key.start_mark.index].strip() == "":
+        return (line_start, line_start, f"{' ' * column}{name}: {value}\n")
+    # The first key shares its line with a list dash ("- name: x"): add the
+    # new key on the line after that key's value, when the value fits on it.
+    if first_value.end_mark.line != first_key.start_mark.line:
+        raise ConfigEditError(f"cannot place {key!r} after a multi-line first value")
+    end = text.find("\n", first_value.end_mark.index)
+    end = len(text) if end < 0 else end
+    return (end, end, f"\n{' ' * column}{name}: {value}")
+
+
+def _format(value: float) -> str:
+    return f"{value:.4f}"
+
+
+def set_thresholds(text: str, route_id: str, threshold: float,
+                   per_instance: Mapping[str, float]) -> str:
+    """The config text with the route's threshold and these instances' thresholds set."""
+    is_json = text.lstrip().startswith("{")
+    root = yaml.compose(text)
+    if root is None:
+        raise ConfigEditError("the config is empty")
+    plugins = _get(_find_route(root, route_id), "plugins")
+    multi = None if plugins is None else _get(plugins, "ai-proxy-multi")
+    if multi is None:
+        raise ConfigEditError(f"route {route_id!r} has no ai-proxy-multi instances")
+    holder = _get(multi, "semantic_opts") or _get(multi, "balancer")
+    if holder is None:
+        raise ConfigEditError(f"route {route_id!r} has no balancer block")
+    edits = [_set_key(text, holder, "threshold", _format(threshold), is_json)]
+    instances = _get(multi, "instances")
+    for inst in instances.value if isinstance(instances, SequenceNode) else ():
+        name = _get(inst, "name")
+        if isinstance(name, ScalarNode) and name.value in per_instance:
+            edits.append(_set_key(text, inst, "threshold",
+                                  _format(per_instance[name.value]), is_json))
+    out = text
+    for start, end, new in sorted(edits, reverse=True):
+        out = out[:start] + new + out[end:]
+    _verify(text, out, route_id, threshold, per_instance)
+    return out
+
+
+def _verify(before: str, after: str, route_id: str, threshold: float,
+            per_instance: Mapping[str, float]) -> None:
+    expected: Any = yaml.safe_load(before)
+    multi = next(r for r in expected["routes"] if r.get("id") == route_id)[
+        "plugins"]["ai-proxy-multi"]
+    holder = multi.get("semantic_opts") or multi["balancer"]
+    holder["threshold"] = round(threshold, 4)
+    for inst in multi["instances"]:
+        if inst.get("name") in per_instance:
+            inst["threshold"] = round(per_instance[inst["name"]], 4)
+    try:
+        got = yaml.safe_load(after)
+    except yaml.YAMLError as exc:
+        raise ConfigEditError(f"the edited config does not parse: {exc}") from exc
+    if got != expected:
+        raise ConfigEditError("the edit changed more than the thresholds; nothing written")

@@ -1,0 +1,161 @@
+"""Route labelled prompts exactly as the gateway would, in batches, and measure the result.
+
+`route_batch` is `SemanticSelector.decide` for many prompts: the same scorer
+(reference matrix, aggregation, centering) and the same `decide` with the
+route's thresholds, margin and negatives. Only the embedding is batched. No
+LLM is called. Unlike the gateway it does not fail open: an embedding error
+stops the run, because figures computed from fallbacks would be meaningless.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from semproxy.balancer.semantic import NO_USER_TEXT, Decision, decide, fallback
+from semproxy.config.runtime import GatewayConfig
+from semproxy.embeddings.factory import EmbedderPool
+from semproxy.errors import BadRequestError, NotFoundError
+from semproxy.providers.http import HttpClients
+from semproxy.quality.labelled import LabelledPrompt, check_labels
+from semproxy.quality.metrics import Confusion
+from semproxy.quality.progress import ProgressBar
+from semproxy.server.routes import SemanticSelector, build_route
+
+CHUNK = 1024  # prompts per embedding call: big enough to amortise, small enough for a bar
+
+
+@asynccontextmanager
+async def open_selector(config: GatewayConfig, route_id: str) -> AsyncIterator[SemanticSelector]:
+    """The route's selector, built as the gateway builds it; HTTP clients closed on exit."""
+    spec = next((r for r in config.routes if r.id == route_id), None)
+    if spec is None:
+        raise NotFoundError(f"no route with id {route_id!r}")
+    clients = HttpClients()
+    try:
+        route = build_route(spec, EmbedderPool(clients))
+        if route.semantic is None:
+            raise BadRequestError(f"route {route_id!r} does not use semantic balancing")
+        yield route.semantic
+    finally:
+        await clients.aclose()
+
+
+async def route_batch(selector: SemanticSelector, texts: Sequence[str]) -> list[Decision]:
+    spec = selector.spec
+    decisions = [fallback(spec.catchall, NO_USER_TEXT) for _ in texts]
+    todo = [i for i, text in enumerate(texts) if text]
+    if not todo:
+        return decisions
+    refs, scores, negative = await selector.scorer.score_many([texts[i] for i in todo])
+    for row, i in enumerate(todo):
+        decisions[i] = decide(refs.names, scores[row], refs.thresholds, spec.catchall,
+                              min_margin=spec.min_margin,
+                              negative=None if negative is None else negative[row])
+    return decisions
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    route: str
+    catchall: str
+    names: tuple[str, ...]  # instances with examples, config order
+    thresholds: dict[str, float]
+    items: Sequence[LabelledPrompt]
+    decisions: Sequence[Decision]
+    seconds: float
+
+    @property
+    def expected(self) -> list[str]:
+        return [i.instance or self.catchall for i in self.items]
+
+    def confusion(self) -> Confusion:
+        labels = [*self.names, self.catchall]
+        return Confusion.from_names(labels, self.expected, [d.pick for d in self.decisions])
+
+    def top1_accuracy(self) -> float | None:
+        """In-scope prompts whose best-scoring instance is the right one, thresholds ignored."""
+        pairs = [(e, d) for e, d in zip(self.expected, self.decisions, strict=True)
+                 if e != self.catchall]
+        if not pairs:
+            return None
+        return sum(bool(d.ranking) and d.ranking[0][0] == e for e, d in pairs) / len(pairs)
+
+    def fallbacks(self) -> dict[str, float]:
+        """Share of all prompts that fell back to the catchall, by reason."""
+        reasons = Counter(d.reason for d in self.decisions if not d.matched)
+        return {r: n / len(self.decisions) for r, n in sorted(reasons.items())}
+
+    def summary(self) -> dict[str, Any]:
+        c = self.confusion()
+        return {
+            "route": self.route, "prompts": len(self.items),
+            "accuracy": c.accuracy(), "balanced_accuracy": c.balanced_accuracy(),
+            "in_scope_accuracy": c.in_scope_accuracy(), "top1_accuracy": self.top1_accuracy(),
+            "catchall_recall": c.catchall_recall(), "routed_precision": c.routed_precision(),
+            "instances": {name: {"precision": c.precision(i), "recall": c.recall(i),
+                                 "support": int(c.counts[i].sum())}
+                          for i, name in enumerate(c.labels)},
+            "confusion": {"labels": list(c.labels), "counts": c.counts.tolist()},
+            "fallback_rate": self.fallbacks(),
+            "decisions_per_second": len(self.items) / self.seconds if self.seconds else None,
+        }
+
+
+async def evaluate(selector: SemanticSelector, items: Sequence[LabelledPrompt],
+                   bar: ProgressBar | None = None) -> Evaluation:
+    scorer = selector.scorer
+    names = [i.name for i in scorer.instances]
+    check_labels(items, [*names, selector.spec.catchall], "labelled data")
+    await scorer.score_many(["warm up"])  # model load and reference build are not timed
+    decisions: list[Decision] = []
+    started = time.perf_counter()
+    for start in range(0, len(items), CHUNK):
+        chunk = items[start:start + CHUNK]
+        decisions += await route_batch(selector, [i.text for i in chunk])
+        if bar is not None:
+            bar.advance(len(chunk))
+    seconds = time.perf_counter() - started
+    if bar is not None:
+        bar.close()
+    return Evaluation(selector.route_id, selector.spec.catchall, tuple(names),
+                      {i.name: i.threshold for i in scorer.instances}, items, decisions, seconds)
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:5.1f}%"
+
+
+def render(ev: Evaluation) -> str:
+    s = ev.summary()
+    lines = [f"route {s['route']}: {s['prompts']} prompts, "
+             f"{s['decisions_per_second'] or 0:,.0f} decisions/s",
+             f"accuracy          {_pct(s['accuracy'])}   (catchall prompts included)",
+             f"balanced accuracy {_pct(s['balanced_accuracy'])}   (mean recall per instance)",
+             f"in-scope accuracy {_pct(s['in_scope_accuracy'])}   "
+             f"top-1 ignoring thresholds {_pct(s['top1_accuracy'])}",
+             f"catchall recall   {_pct(s['catchall_recall'])}   "
+             f"routed precision {_pct(s['routed_precision'])}",
+             "", f"{'instance':<24} {'precision':>9} {'recall':>8} {'support':>8}"]
+    for name, row in s["instances"].items():
+        lines.append(f"{name:<24} {_pct(row['precision']):>9} {_pct(row['recall']):>8} "
+                     f"{row['support']:>8}")
+    lines += ["", "confusion (rows: expected, columns: picked)", _matrix_text(ev.confusion())]
+    rates = ", ".join(f"{r} {_pct(v).strip()}" for r, v in s["fallback_rate"].items())
+    lines.append(f"fallbacks: {rates or 'none'}")
+    return "\n".join(lines)
+
+
+def _matrix_text(c: Confusion) -> str:
+    width = max(6, *(len(n) for n in c.labels)) + 1
+    short = [n[:6] for n in c.labels]
+    head = " " * width + "".join(f"{n:>7}" for n in short)
+    rows = [f"{name:<{width}}" + "".join(f"{v:>7}" for v in row)
+            for name, row in zip(c.labels, np.asarray(c.counts).tolist(), strict=True)]
+    return "\n".join([head, *rows])
