@@ -32,8 +32,8 @@ local small = {
   "how many moons does jupiter have",
 }
 
--- Word lists for the varied set. Indices advance by co-prime strides, and a
--- per-request serial is appended, so no prompt repeats within a run.
+-- Word lists for the varied set: the serial walks every verb x topic x style
+-- combination, and is appended too, so no prompt repeats within a run.
 local verbs = { "explain", "summarize", "rewrite", "translate", "debug", "compare",
   "describe", "outline", "critique", "simplify", "estimate", "list" }
 local topics = { "a recursive sql query", "the french revolution", "a rust borrow error",
@@ -55,8 +55,10 @@ end
 local function varied_prompt()
   serial = serial + 1
   local n = seed + (thread_id or 0) * 10000000 + serial
-  return verbs[(n % #verbs) + 1] .. " " .. topics[((n * 7) % #topics) + 1] .. " "
-    .. styles[((n * 5) % #styles) + 1] .. " (ref " .. n .. ")"
+  local t = math.floor(n / #verbs)
+  local s = math.floor(t / #topics)
+  return verbs[(n % #verbs) + 1] .. " " .. topics[(t % #topics) + 1] .. " "
+    .. styles[(s % #styles) + 1] .. " (ref " .. n .. ")"
 end
 
 wrk.method = "POST"
@@ -64,9 +66,12 @@ wrk.headers["Content-Type"] = "application/json"
 wrk.body = body_for(small[1])
 
 if mode == "small" then
+  -- Built in init(): wrk adds the Host header to wrk.headers only then.
   local prebuilt = {}
-  for i, p in ipairs(small) do
-    prebuilt[i] = wrk.format("POST", nil, nil, body_for(p))
+  init = function(args)
+    for i, p in ipairs(small) do
+      prebuilt[i] = wrk.format("POST", nil, nil, body_for(p))
+    end
   end
   local i = 0
   request = function()

@@ -14,6 +14,7 @@ comes from semproxy.balancer.similarity.
 
 from __future__ import annotations
 
+# ruff: noqa: E402  (BLAS thread settings must precede the numpy import)
 import argparse
 import os
 
@@ -26,9 +27,9 @@ import random
 import sys
 import time
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from semproxy.balancer.similarity import instance_scores, normalize, rank  # noqa: E402
+from semproxy.balancer.similarity import instance_scores, normalize, rank
 
 try:
     from semproxy.embeddings.local import embed_with, load_model
@@ -39,11 +40,13 @@ except ImportError:
     EMBEDDER = "wordllama directly"
 
 WORDS = (
-    "python rust sql kubernetes invoice recipe poem contract tax vaccine orbit guitar "
-    "marathon mortgage garden chess protein sonnet budget firewall neuron glacier "
-    "violin startup lawsuit yoga pension galaxy compiler espresso tariff pollen "
-    "castle vintage drone quarterly migraine telescope lullaby spreadsheet volcano"
-).split()
+    "python", "rust", "sql", "kubernetes", "invoice", "recipe", "poem", "contract", "tax",
+    "vaccine", "orbit", "guitar", "marathon", "mortgage", "garden", "chess", "protein",
+    "sonnet", "budget", "firewall", "neuron", "glacier", "violin", "startup", "lawsuit",
+    "yoga", "pension", "galaxy", "compiler", "espresso", "tariff", "pollen", "castle",
+    "vintage", "drone", "quarterly", "migraine", "telescope", "lullaby", "spreadsheet",
+    "volcano",
+)
 VERBS = ("explain", "write", "fix", "summarize", "translate", "compare", "plan", "review",
          "draft", "estimate", "debug", "describe")
 

@@ -40,7 +40,7 @@ import orjson
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from mock_py import DIM, FIXED, vector  # noqa: E402
+from mock_py import FIXED, vector  # noqa: E402
 
 PY = os.environ.get("PYTHON") or sys.executable
 SRC = Path(os.environ.get("SEMPROXY_SRC") or HERE.parent / "src").resolve()
@@ -116,8 +116,8 @@ class Target:
     name: str
     url: str  # POST target for wrk
     pgid_proc: subprocess.Popen | None = None
-    ready: bool = False
     skip: str = ""
+    note: str = ""  # routing headers seen by the probe request
 
 
 @dataclass
@@ -147,9 +147,9 @@ class Procs:
         self.started: list[tuple[str, subprocess.Popen]] = []
 
     def start(self, name: str, argv: list[str], env: dict | None = None) -> subprocess.Popen:
-        log = open(self.logdir / f"{name}.log", "wb")
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True, cwd=self.logdir)
+        with open(self.logdir / f"{name}.log", "wb") as log:  # the child keeps its own fd
+            proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                    start_new_session=True, cwd=self.logdir)
         self.started.append((name, proc))
         return proc
 
@@ -245,17 +245,19 @@ def wait_ready(url: str, proc: subprocess.Popen | None, timeout: float) -> bool:
     return False
 
 
-def probe(url: str, body: bytes) -> str:
-    """One POST; '' when it answered 200, otherwise a short reason."""
+def probe(url: str, body: bytes) -> tuple[str, str]:
+    """One POST -> (error, note): error '' when it answered 200; note = routing headers."""
     req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
     try:
         with PAGE_OPENER.open(req, timeout=15) as resp:
             resp.read()
-            return "" if resp.status == 200 else f"probe answered {resp.status}"
+            note = "; ".join(f"{k}: {v}" for k, v in resp.headers.items()
+                             if k.lower().startswith("x-ai-"))
+            return ("" if resp.status == 200 else f"probe answered {resp.status}"), note
     except urllib.error.HTTPError as exc:
-        return f"probe answered {exc.code}: {exc.read()[:200]!r}"
+        return f"probe answered {exc.code}: {exc.read()[:200]!r}", ""
     except (urllib.error.URLError, OSError) as exc:
-        return f"probe failed: {exc}"
+        return f"probe failed: {exc}", ""
 
 
 # -------------------------------------------------------------------- nginx
@@ -347,7 +349,10 @@ def gateway_config(port: int, kind: str, mock: str, py_mock: str) -> dict:
         embeddings = ({"provider": "local"} if kind == "local" else
                       {"provider": "openai-compatible", "model": "e",
                        "override": {"endpoint": mock}})
-        plugin = {"balancer": {"algorithm": "semantic", "threshold": 0.3},
+        # expose_scores: the probe request reports the pick, proving the
+        # semantic path (not its fail-open fallback) is what gets measured.
+        plugin = {"balancer": {"algorithm": "semantic", "threshold": 0.3,
+                               "expose_scores": True},
                   "embeddings": embeddings,
                   "instances": [instance(n, mock, ex) for n, ex in EXAMPLES.items()]
                   + [instance("default", mock, catchall=True)]}
@@ -426,6 +431,14 @@ async def stream_batch(url: str, n: int) -> list[dict]:
     out = []
     timeout = aiohttp.ClientTimeout(total=30)
     async with aiohttp.ClientSession(timeout=timeout) as session:
+        # Open the keep-alive connection first, so the first TTFB is not a connect.
+        warm = orjson.dumps({"model": "auto", "messages": [{"role": "user", "content": "hi"}]})
+        try:
+            async with session.post(url, data=warm,
+                                    headers={"Content-Type": "application/json"}) as resp:
+                await resp.read()
+        except Exception:  # the measured streams below report the failure
+            pass
         for _ in range(n):
             try:
                 out.append(await one_stream(session, url))
@@ -568,9 +581,9 @@ def run_all(args, procs: Procs, tmp: Path, rounds: int, duration: float, warm: f
     for t in targets.values():
         if t.skip or t.name == "gw-stream":
             continue
-        body = orjson.dumps({"model": "auto", "messages": [{"role": "user",
-                                                            "content": "hello there"}]})
-        reason = probe(t.url, body)
+        body = orjson.dumps({"model": "auto", "messages": [{
+            "role": "user", "content": "write a python function that reverses a linked list"}]})
+        reason, t.note = probe(t.url, body)
         if reason:
             t.skip = f"skipped: {reason}"
     for t in targets.values():
@@ -605,7 +618,7 @@ def run_all(args, procs: Procs, tmp: Path, rounds: int, duration: float, warm: f
     if not targets["gw-stream"].skip:
         stream_targets["gateway"] = targets["gw-stream"].url
     streams: dict[str, list[dict]] = {k: [] for k in stream_targets}
-    for k, url in stream_targets.items():  # warm-up: one stream each
+    for url in stream_targets.values():  # warm-up: one stream each
         asyncio.run(stream_batch(url, 1))
 
     for r in range(rounds):
@@ -660,7 +673,7 @@ def write_report(path: Path, rep: dict, micro: str, command: str, started_at: st
 
     def ratio(s: Scenario, conc: int, metric: str) -> float:
         mine, ref = per_round(s, conc, metric), per_round(relay, conc, metric)
-        return median([mine[k] / ref[k] for k in mine if k in ref and ref[k]])
+        return median([mine[k] / ref[k] for k in mine if ref.get(k)])
 
     def cpu_us(s: Scenario) -> list[float]:
         return [r["cpu_s"] / r["requests"] * 1e6 for r in s.runs.get(64, []) if r["requests"]]
@@ -712,6 +725,15 @@ def write_report(path: Path, rep: dict, micro: str, command: str, started_at: st
                  "**WARNING: below 10x, the mock or the load generator may limit "
                  "the results.**"), ""]
 
+    notes = [f"- {t.name}: {t.note}" for t in rep["targets"].values() if t.note]
+    if notes:
+        lines += ["Routing seen by the probe request (prompt \"write a python function "
+                  "that reverses a linked list\"):", "", *notes, ""]
+    bad = [s.label for s in scenarios if not s.skip and any(
+        r["errors"] > 0.01 * max(1, r["requests"]) for c in s.runs.values() for r in c)]
+    if bad:
+        lines += [f"**WARNING: more than 1% errors (non-2xx or socket) in: {', '.join(bad)}; "
+                  "see the logs in the work dir.**", ""]
     lines += ["## Streaming (200 chunks, one every 5 ms)", ""]
     streams = rep["streams"]
     lines += [f"{n_streams} stream(s) per target per round, sequential. Delay per chunk = "
