@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# semproxy benchmark, one command:
+#
+#   bash bench/run.sh            # 3 rounds x 10 s per scenario (~9 minutes)
+#   bash bench/run.sh --quick    # 1 round x 3 s (smoke test, ~1-2 minutes)
+#
+# Other options: --rounds N --duration S --streams N --threads N --no-micro --out FILE
+# (see `bash bench/run.sh --help`).
+#
+# Environment:
+#   PYTHON        interpreter with aiohttp, uvloop, orjson, numpy, wordllama
+#                 (default: python3); also used to run the gateway
+#   SEMPROXY_SRC  directory holding the semproxy package (default: <repo>/src);
+#                 the gateway runs as
+#                 PYTHONPATH=$SEMPROXY_SRC $PYTHON -m semproxy serve --config F --listen 127.0.0.1:P
+#   WRK_THREADS   wrk threads (default 1)
+#
+# Installs the Debian packages wrk and nginx-light with apt-get when missing
+# (needs root). Everything listens on 127.0.0.1 only. Configs and logs of the
+# run are kept in bench/out/run-<timestamp>/; results go to bench/results.md.
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+PYTHON="${PYTHON:-python3}"
+export PYTHON
+
+missing=()
+command -v wrk >/dev/null 2>&1 || missing+=(wrk)
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
+if [ "${#missing[@]}" -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "missing ${missing[*]}: run as root or: apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "installing ${missing[*]} with apt-get" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+fi
+export PATH="$PATH:/usr/sbin"
+
+export BENCH_ENTRY="bash bench/run.sh"
+exec "$PYTHON" "$HERE/run.py" "$@"
