@@ -2,10 +2,12 @@
 
     python scripts/check_docs.py [DOCS_DIR]
 
-Every page under DOCS_DIR/en must exist under DOCS_DIR/zh with the same heading
-structure (the same sequence of heading levels), and docs/en|zh/configuration.md
-must equal what scripts/gen_config_reference.py renders from the schema.
-Headings inside fenced code blocks do not count.
+Every page under DOCS_DIR/en (default: the repository's docs/) must exist under
+DOCS_DIR/zh with the same heading structure (the same sequence of heading levels;
+headings inside fenced code blocks do not count). Without DOCS_DIR, the
+repository's docs/en|zh/configuration.md must also equal what
+scripts/gen_config_reference.py renders from the schema. Exit 1 with one message
+per problem on stderr.
 """
 
 from __future__ import annotations
