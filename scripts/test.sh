@@ -4,6 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 .venv/bin/python scripts/check_file_sizes.py
+.venv/bin/python scripts/check_docs.py
 .venv/bin/ruff check src tests
 .venv/bin/mypy
 .venv/bin/python -m pytest "$@"
