@@ -71,7 +71,7 @@ def _segment_max_centroid(sims: FloatArray, starts: IntArray, k: int, sums: Floa
 # "max_centroid" averages the best example's cosine with the cosine to the
 # normalised mean of all examples: the centroid alone blurs sub-topics, the
 # best example alone trusts one lucky phrase; together they were the most
-# accurate on CLINC150 (docs/routing-quality.md).
+# accurate on CLINC150 (docs/en/routing-quality.md).
 AGGREGATIONS: dict[str, Callable[[FloatArray, IntArray, int, FloatArray], FloatArray]] = {
     "max": _segment_max,
     "top_k_mean": _segment_top_k_mean,
