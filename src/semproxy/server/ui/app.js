@@ -216,8 +216,9 @@ async function runEval() {
     Object.entries(r.instances).map(([name, s]) => [
       name, name in r.thresholds ? num(r.thresholds[name]) : "catchall",
       pct(s.precision), pct(s.recall), s.support]));
-  table($("misses"), ["prompt", "expected", "picked", "reason", "top score"],
-    r.misses.map((m) => [m.prompt, m.expected, m.pick, m.reason, num(m.top_score)]));
+  table($("misses"), ["prompt", "expected", "picked", "reason", "top score"], r.misses.length
+    ? r.misses.map((m) => [m.prompt, m.expected, m.pick, m.reason, num(m.top_score)])
+    : [["none: every prompt reached its instance", "", "", "", ""]]);
 }
 
 async function runCalibrate() {
