@@ -23,6 +23,7 @@ from semproxy.config.runtime import GatewayConfig
 from semproxy.errors import BadRequestError, ConfigError, NotFoundError, UnauthorizedError
 from semproxy.server.app import Gateway, error_middleware, json_response
 from semproxy.server.explain import explain_with
+from semproxy.server.playground import is_public
 from semproxy.server.reload import ConfigWatcher
 from semproxy.server.request import routing_text
 
@@ -81,6 +82,8 @@ class AdminAPI:
     def key_middleware(self) -> Middleware:
         @web.middleware
         async def require_key(request: web.Request, handler: Handler) -> web.StreamResponse:
+            if is_public(request):  # the playground page's files; its data calls need the key
+                return await handler(request)
             admin = self.gateway.config.admin
             expected = (admin.key if admin else None) or ""
             given = request.headers.get("X-API-KEY", "")

@@ -22,10 +22,13 @@ from dataclasses import dataclass, field
 from aiohttp import web
 
 from semproxy.config.runtime import GatewayConfig
-from semproxy.config.source import ConfigSource, SourceError
+from semproxy.config.source import ConfigSource, FileSource, SourceError
+from semproxy.observability.decisions import DecisionLog
+from semproxy.observability.fanout import FanoutObserver
 from semproxy.observability.metrics import Metrics
 from semproxy.server.admin import AdminAPI, check_admin_settings
 from semproxy.server.app import Gateway, build_app
+from semproxy.server.playground import Playground
 from semproxy.server.reload import ConfigWatcher
 
 log = logging.getLogger("semproxy.server")
@@ -85,7 +88,8 @@ async def start(config: GatewayConfig, listen: str | None = None, reuse_port: bo
     API when the config has an `admin` section.
     """
     metrics = Metrics()
-    gateway = Gateway(config, metrics)
+    decisions = DecisionLog()
+    gateway = Gateway(config, FanoutObserver(metrics, decisions))
     await gateway.start()
     runner, port = await _listen(build_app(gateway), listen or config.listen, reuse_port,
                                  config.shutdown_grace_s)
@@ -93,12 +97,12 @@ async def start(config: GatewayConfig, listen: str | None = None, reuse_port: bo
     if source is not None:
         running.watcher = ConfigWatcher(source, gateway)
         running.watcher.start()
-        await _start_admin(running, metrics, source, reuse_port)
+        await _start_admin(running, metrics, decisions, source, reuse_port)
     return running
 
 
-async def _start_admin(running: RunningGateway, metrics: Metrics, source: ConfigSource,
-                       reuse_port: bool) -> None:
+async def _start_admin(running: RunningGateway, metrics: Metrics, decisions: DecisionLog,
+                       source: ConfigSource, reuse_port: bool) -> None:
     config = running.gateway.config
     if config.admin is None:
         return
@@ -113,8 +117,11 @@ async def _start_admin(running: RunningGateway, metrics: Metrics, source: Config
         return metrics.render()
 
     api = AdminAPI(running.gateway, running.watcher, source, render)
+    app = api.app()
+    config_path = source.path if isinstance(source, FileSource) else None
+    Playground(running.gateway, decisions, config_path).mount(app)
     running.admin_runner, running.admin_port = await _listen(
-        api.app(), config.admin.listen, reuse_port, 1.0)
+        app, config.admin.listen, reuse_port, 1.0)
 
 
 async def load_initial(source: ConfigSource, retry_s: float = 1.0) -> GatewayConfig:

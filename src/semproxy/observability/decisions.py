@@ -1,0 +1,84 @@
+"""The last N routing decisions of this worker, kept in memory for the admin playground.
+
+A `RequestObserver`: `on_semantic` notes the decision, `on_response` (same
+request, same task) completes it with the served instance, status and
+latency and appends it to a ring buffer. Listeners (the live SSE feed) get
+each new entry through a bounded queue; a listener that falls behind loses
+entries rather than slowing requests down. Prompt text is never kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import itertools
+import time
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+
+from semproxy.balancer.semantic import Decision
+
+Entry = dict[str, Any]
+LISTENER_BACKLOG = 1000
+
+
+class DecisionLog:
+    def __init__(self, size: int = 200) -> None:
+        self.entries: deque[Entry] = deque(maxlen=size)
+        self._listeners: set[asyncio.Queue[Entry]] = set()
+        self._seq = itertools.count(1)
+        # The decision of the request running in this task, until its response.
+        self._pending: contextvars.ContextVar[Decision | None] = contextvars.ContextVar(
+            "semproxy_pending_decision", default=None)
+
+    def listen(self) -> asyncio.Queue[Entry]:
+        queue: asyncio.Queue[Entry] = asyncio.Queue(LISTENER_BACKLOG)
+        self._listeners.add(queue)
+        return queue
+
+    def unlisten(self, queue: asyncio.Queue[Entry]) -> None:
+        self._listeners.discard(queue)
+
+    def record(self, entry: Entry) -> None:
+        self.entries.append(entry)
+        for queue in self._listeners:
+            if not queue.full():
+                queue.put_nowait(entry)
+
+    # -- RequestObserver ---------------------------------------------------
+    def on_semantic(self, route: str, decision: Decision) -> None:
+        self._pending.set(decision)
+
+    def on_response(self, route: str, instance: str, status: int, seconds: float,
+                    ttft: float | None, usage: Mapping[str, int] | None) -> None:
+        decision = self._pending.get()
+        self._pending.set(None)
+        if route == "-":  # no route matched: nothing was routed
+            return
+        self.record(entry(next(self._seq), route, instance, status, seconds, decision))
+
+    def on_attempt(self, route: str, instance: str, outcome: str, seconds: float) -> None:
+        pass
+
+    def on_fallback(self, route: str, source: str, target: str, cause: str) -> None:
+        pass
+
+    def on_embedding(self, route: str, seconds: float, cache_hit: bool | None) -> None:
+        pass
+
+    def on_health(self, route: str, instance: str, healthy: bool) -> None:
+        pass
+
+
+def entry(seq: int, route: str, instance: str, status: int, seconds: float,
+          decision: Decision | None) -> Entry:
+    top = None if decision is None else decision.top_score
+    return {
+        "seq": seq, "at": round(time.time(), 3), "route": route,
+        "pick": instance if decision is None else decision.pick,
+        "instance": instance, "status": status,
+        "reason": None if decision is None else decision.reason,
+        "top_score": None if top is None else round(top, 4),
+        "latency_ms": round(seconds * 1000, 1),
+    }

@@ -1,0 +1,42 @@
+"""One `RequestObserver` that passes every call on to several others, in order.
+
+The request path holds a single observer; this lets metrics and the admin
+playground's decision log listen at once without the path knowing either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from semproxy.balancer.semantic import Decision
+from semproxy.observability.observer import RequestObserver
+
+
+class FanoutObserver:
+    def __init__(self, *observers: RequestObserver) -> None:
+        self.observers = observers
+
+    def on_attempt(self, route: str, instance: str, outcome: str, seconds: float) -> None:
+        for o in self.observers:
+            o.on_attempt(route, instance, outcome, seconds)
+
+    def on_fallback(self, route: str, source: str, target: str, cause: str) -> None:
+        for o in self.observers:
+            o.on_fallback(route, source, target, cause)
+
+    def on_semantic(self, route: str, decision: Decision) -> None:
+        for o in self.observers:
+            o.on_semantic(route, decision)
+
+    def on_embedding(self, route: str, seconds: float, cache_hit: bool | None) -> None:
+        for o in self.observers:
+            o.on_embedding(route, seconds, cache_hit)
+
+    def on_response(self, route: str, instance: str, status: int, seconds: float,
+                    ttft: float | None, usage: Mapping[str, int] | None) -> None:
+        for o in self.observers:
+            o.on_response(route, instance, status, seconds, ttft, usage)
+
+    def on_health(self, route: str, instance: str, healthy: bool) -> None:
+        for o in self.observers:
+            o.on_health(route, instance, healthy)

@@ -1,0 +1,102 @@
+"""One calibration run end to end: score labelled prompts once, fit, measure, propose.
+
+Shared by `semproxy calibrate` (which prints it) and the admin playground
+(which returns it as JSON). Scoring is async (embedding); `propose` is plain
+CPU work over the score matrix, so a server can run it in a thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from semproxy.balancer.semantic import decide
+from semproxy.config.runtime import RouteSpec
+from semproxy.quality import calibrate as cal
+from semproxy.quality.evaluate import CHUNK
+from semproxy.quality.labelled import LabelledPrompt
+from semproxy.quality.metrics import Confusion
+from semproxy.quality.progress import ProgressBar
+from semproxy.server.routes import SemanticSelector
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """Every labelled prompt scored against every instance (rows follow the items)."""
+
+    labels: tuple[str, ...]  # instances with examples, then the catchall
+    scores: np.ndarray
+    negative: np.ndarray | None
+    expected: np.ndarray  # label index per row
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    fitted: cal.Fit
+    fit_rows: int
+    held_rows: int  # 0: figures are on the fitting prompts (no hold-out)
+    measured: tuple[tuple[str, Confusion], ...]  # (name, confusion on the measured rows)
+
+
+async def score_all(selector: SemanticSelector, items: Sequence[LabelledPrompt],
+                    bar: ProgressBar | None = None) -> Scored:
+    """Blank prompts are scored as zero vectors: 0 everywhere, a catchall-like row.
+
+    (The gateway never scores them at all; it answers `no_user_text`.)
+    """
+    texts = [i.text for i in items]
+    parts, negs = [], []
+    for start in range(0, len(texts), CHUNK):
+        _, scores, negative = await selector.scorer.score_many(texts[start:start + CHUNK])
+        parts.append(scores)
+        negs.append(negative)
+        if bar is not None:
+            bar.advance(len(scores))
+    if bar is not None:
+        bar.close()
+    labels = (*selector.scorer.names, selector.spec.catchall)
+    index = {name: i for i, name in enumerate(labels)}
+    expected = np.array([index[i.instance or labels[-1]] for i in items], dtype=np.intp)
+    negative = None if any(n is None for n in negs) else np.vstack(negs)  # type: ignore[arg-type]
+    return Scored(labels, np.vstack(parts), negative, expected)
+
+
+def measure(selector: SemanticSelector, scored: Scored, thresholds: Sequence[float],
+            rows: np.ndarray) -> Confusion:
+    """The decisions `decide` itself makes with these thresholds, as a confusion matrix."""
+    spec, labels, neg = selector.spec, scored.labels, scored.negative
+    got = [decide(labels[:-1], scored.scores[i], thresholds, spec.catchall,
+                  min_margin=spec.min_margin, negative=None if neg is None else neg[i]).pick
+           for i in rows]
+    return Confusion.from_names(labels, [labels[e] for e in scored.expected[rows]], got)
+
+
+def propose(selector: SemanticSelector, scored: Scored, texts: Sequence[str],
+            goal: Callable[[Confusion], cal.Score], holdout: float) -> Proposal:
+    """Fit on one part, then measure config, single and per-instance thresholds on the rest."""
+    fit_rows, held_rows = cal.split(texts, scored.expected.tolist(), holdout)
+    neg = scored.negative
+    fitted = cal.fit(scored.labels, scored.scores[fit_rows], scored.expected[fit_rows], goal,
+                     selector.spec.min_margin, None if neg is None else neg[fit_rows])
+    before = [i.threshold for i in selector.scorer.instances]
+    rows = held_rows if len(held_rows) else fit_rows
+    candidates = (("before (config)", before),
+                  (f"threshold {fitted.threshold:.4f}", [fitted.threshold] * len(before)),
+                  ("+ per-instance thresholds", list(fitted.thresholds)))
+    return Proposal(fitted, len(fit_rows), len(held_rows),
+                    tuple((name, measure(selector, scored, th, rows)) for name, th in candidates))
+
+
+def thresholds_to_write(route: RouteSpec, fitted: cal.Fit, names: Sequence[str],
+                        per_instance: bool) -> dict[str, float]:
+    """The per-instance thresholds a config must carry to behave as measured.
+
+    Without `per_instance`, explicit instance thresholds are set to the new
+    balancer threshold too (else they would keep overriding it).
+    """
+    explicit = {i.name for i in route.instances if i.threshold is not None}
+    chosen = fitted.thresholds if per_instance else [fitted.threshold] * len(names)
+    return {n: t for n, t in zip(names, chosen, strict=True)
+            if n in explicit or abs(t - fitted.threshold) > 1e-9}

@@ -1,0 +1,224 @@
+"""The routing playground: a browser page on the admin listener and the endpoints it calls.
+
+The page (`/ui/`, plain files from `server/ui/`) carries no data and is the
+only thing served without the admin key; the page asks for the key and sends
+it as `X-API-KEY` on every call, so it never appears in a URL or a log line.
+
+Batch endpoints take labelled JSONL as the body (the format `semproxy eval`
+reads) and run on a selector built apart from the live one, so a batch never
+fills the live embedding cache or trips its circuit breaker. Nothing here
+changes the config: the page applies a proposal with PUT /admin/routes/{id}.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+from aiohttp import web
+
+from semproxy.config.edit import ConfigEditError, set_thresholds
+from semproxy.errors import (
+    BadRequestError,
+    EmbeddingError,
+    PayloadTooLargeError,
+    UpstreamError,
+)
+from semproxy.observability.decisions import DecisionLog
+from semproxy.quality import calibrate as cal
+from semproxy.quality.evaluate import Evaluation, evaluate, open_selector
+from semproxy.quality.labelled import LabelledDataError, LabelledPrompt, check_labels, parse_lines
+from semproxy.quality.metrics import Confusion
+from semproxy.quality.tuning import Proposal, propose, score_all, thresholds_to_write
+from semproxy.server.app import Gateway, json_response
+
+MAX_LINES = 5000
+MAX_BYTES = 8 << 20
+MAX_MISSES = 100
+PING_S = 15.0
+UI_FILES = {"": ("index.html", "text/html"), "app.js": ("app.js", "text/javascript"),
+            "style.css": ("style.css", "text/css")}
+UI_HEADERS = {
+    "Cache-Control": "no-cache",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
+                               "frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+}
+
+
+def is_public(request: web.Request) -> bool:
+    """The page's own files: the only admin paths served without the key."""
+    return request.method in ("GET", "HEAD") and (request.path == "/ui"
+                                                  or request.path.startswith("/ui/"))
+
+
+class Playground:
+    def __init__(self, gateway: Gateway, decisions: DecisionLog,
+                 config_path: Path | None = None) -> None:
+        self.gateway = gateway
+        self.decisions = decisions
+        self.config_path = config_path  # the file as written, for a download with comments
+
+    def mount(self, app: web.Application) -> None:
+        r = app.router
+        r.add_get("/ui", self.redirect)
+        r.add_get("/ui/{name:(app\\.js|style\\.css)?}", self.page)
+        r.add_post("/admin/routes/{id}/eval", self.eval)
+        r.add_post("/admin/routes/{id}/calibrate", self.calibrate)
+        r.add_get("/admin/decisions", self.recent)
+        r.add_get("/admin/decisions/stream", self.stream)
+
+    async def redirect(self, request: web.Request) -> web.Response:
+        raise web.HTTPFound("/ui/")
+
+    async def page(self, request: web.Request) -> web.Response:
+        name, kind = UI_FILES[request.match_info["name"]]
+        body = (resources.files("semproxy.server") / "ui" / name).read_bytes()
+        return web.Response(body=body, content_type=kind, charset="utf-8", headers=UI_HEADERS)
+
+    async def eval(self, request: web.Request) -> web.Response:
+        items = await read_labelled(request)
+        async with open_selector(self.gateway.config, request.match_info["id"]) as selector:
+            try:
+                result = await evaluate(selector, items)
+            except LabelledDataError as exc:
+                raise BadRequestError(str(exc)) from exc
+            except EmbeddingError as exc:
+                raise UpstreamError(f"embedding failed: {exc}") from exc
+        return json_response(eval_body(result))
+
+    async def calibrate(self, request: web.Request) -> web.Response:
+        route_id = request.match_info["id"]
+        objective, holdout, per_instance = calibrate_options(request.query)
+        items = await read_labelled(request)
+        config = self.gateway.config
+        async with open_selector(config, route_id) as selector:
+            names = selector.scorer.names
+            try:
+                check_labels(items, [*names, selector.spec.catchall], "labelled data")
+                scored = await score_all(selector, items)
+            except LabelledDataError as exc:
+                raise BadRequestError(str(exc)) from exc
+            except EmbeddingError as exc:
+                raise UpstreamError(f"embedding failed: {exc}") from exc
+            # The fit is seconds of numpy on big files: keep the gateway's loop free.
+            found = await asyncio.to_thread(propose, selector, scored,
+                                            [i.text for i in items], cal.objective(objective),
+                                            holdout)
+        spec = next(r for r in config.routes if r.id == route_id)
+        written = thresholds_to_write(spec, found.fitted, names, per_instance)
+        body = proposal_body(objective, found)
+        body["per_instance"] = written
+        body.update(await self._patched(route_id, found.fitted.threshold, written))
+        return json_response(body)
+
+    async def _patched(self, route_id: str, threshold: float, per_instance: dict[str, float]
+                       ) -> dict[str, Any]:
+        """The route to PUT, and the whole config text to download, with these thresholds."""
+        document = copy.deepcopy(dict(self.gateway.config.document))
+        as_yaml = yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
+        try:
+            patched = set_thresholds(as_yaml, route_id, threshold, per_instance)
+        except ConfigEditError as exc:
+            raise BadRequestError(f"cannot rewrite thresholds: {exc}") from exc
+        route = next(r for r in yaml.safe_load(patched)["routes"] if r.get("id") == route_id)
+        text, name = patched, "semproxy.yaml"
+        if self.config_path is not None:
+            try:
+                own = await asyncio.to_thread(self.config_path.read_text, "utf-8")
+                text = set_thresholds(own, route_id, threshold, per_instance)
+                name = self.config_path.name
+            except (OSError, ConfigEditError):
+                pass  # the file moved on or has a shape we cannot edit: offer the document
+        return {"route": route, "config": {"name": name, "text": text}}
+
+    async def recent(self, request: web.Request) -> web.Response:
+        return json_response({"entries": list(self.decisions.entries)})
+
+    async def stream(self, request: web.Request) -> web.StreamResponse:
+        """Server-sent events: the buffered decisions, then each new one as it happens."""
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                               "Cache-Control": "no-store",
+                                               "X-Accel-Buffering": "no"})
+        await response.prepare(request)
+        queue = self.decisions.listen()
+        backlog = list(self.decisions.entries)
+        try:
+            for item in backlog:
+                await response.write(sse(item))
+            while True:
+                try:
+                    item = await asyncio.wait_for(queue.get(), PING_S)
+                except TimeoutError:
+                    await response.write(b": ping\n\n")
+                    continue
+                await response.write(sse(item))
+        except ConnectionResetError:  # the page went away
+            return response
+        finally:
+            self.decisions.unlisten(queue)
+
+
+def sse(item: dict[str, Any]) -> bytes:
+    return b"data: " + orjson.dumps(item) + b"\n\n"
+
+
+def calibrate_options(query: Any) -> tuple[str, float, bool]:
+    objective = query.get("objective", "balanced")
+    try:
+        cal.objective(objective)
+        holdout = float(query.get("holdout", "0.3"))
+    except ValueError as exc:
+        raise BadRequestError(str(exc)) from exc
+    if not 0 <= holdout < 1:
+        raise BadRequestError("holdout must be in [0, 1)")
+    return objective, holdout, query.get("per_instance", "") in ("1", "true")
+
+
+async def read_labelled(request: web.Request) -> list[LabelledPrompt]:
+    """The body as labelled prompts: at most MAX_LINES lines and MAX_BYTES bytes."""
+    if (request.content_length or 0) > MAX_BYTES:
+        raise PayloadTooLargeError(f"labelled data is limited to {MAX_BYTES >> 20} MiB")
+    body = bytearray()
+    async for chunk in request.content.iter_any():
+        body += chunk
+        if len(body) > MAX_BYTES:
+            raise PayloadTooLargeError(f"labelled data is limited to {MAX_BYTES >> 20} MiB")
+    try:
+        lines = [line for line in body.decode("utf-8").splitlines() if line.strip()]
+    except UnicodeDecodeError as exc:
+        raise BadRequestError("labelled data must be UTF-8") from exc
+    if len(lines) > MAX_LINES:
+        raise PayloadTooLargeError(f"{len(lines)} labelled lines; the playground takes at most "
+                                   f"{MAX_LINES} (use `semproxy eval` for more)")
+    try:
+        return parse_lines(lines, "line")
+    except LabelledDataError as exc:
+        raise BadRequestError(str(exc)) from exc
+
+
+def figures(c: Confusion) -> dict[str, float | None]:
+    return {"accuracy": c.accuracy(), "balanced_accuracy": c.balanced_accuracy(),
+            "in_scope_accuracy": c.in_scope_accuracy(), "catchall_recall": c.catchall_recall(),
+            "routed_precision": c.routed_precision()}
+
+
+def eval_body(result: Evaluation) -> dict[str, Any]:
+    misses = [{"prompt": item.text[:300], "expected": expected, "pick": d.pick,
+               "reason": d.reason, "top_score": d.top_score}
+              for item, expected, d in zip(result.items, result.expected, result.decisions,
+                                           strict=True)
+              if d.pick != expected]
+    return {**result.summary(), "thresholds": result.thresholds, "misses": misses[:MAX_MISSES]}
+
+
+def proposal_body(objective: str, found: Proposal) -> dict[str, Any]:
+    return {"objective": objective, "fitted_on": found.fit_rows, "held_out": found.held_rows,
+            "threshold": found.fitted.threshold,
+            "measured": [{"name": name, **figures(c)} for name, c in found.measured]}

@@ -1,0 +1,355 @@
+// semproxy routing playground. Plain JS, no build step.
+// The admin key lives in sessionStorage (this tab only) and goes out as the
+// X-API-KEY header on every call: never in a URL, so never in a log line.
+"use strict";
+
+const KEY_SLOT = "semproxy-admin-key";
+const DEBOUNCE_MS = 250;
+const LIVE_ROWS = 200;
+const $ = (id) => document.getElementById(id);
+
+const state = { routes: [], explainSeq: 0, timer: null, live: null, proposal: null };
+
+// -- small DOM and HTTP helpers ----------------------------------------------
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") node.className = v; else node.setAttribute(k, v);
+  }
+  for (const c of children) node.append(c instanceof Node ? c : String(c));
+  return node;
+}
+
+function svg(tag, attrs = {}, text) {
+  const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function pct(v) { return v === null || v === undefined ? "n/a" : (100 * v).toFixed(1) + "%"; }
+function num(v, digits = 4) { return v === null || v === undefined ? "-" : Number(v).toFixed(digits); }
+
+function say(text, isError = false) {
+  $("status").textContent = text;
+  $("status").className = isError ? "error" : "";
+}
+
+class ApiError extends Error {
+  constructor(status, body) {
+    super(body?.error?.message || `HTTP ${status}`);
+    this.status = status;
+    this.errors = body?.error?.errors || [];
+  }
+}
+
+async function api(path, options = {}) {
+  const headers = { ...(options.headers || {}), "X-API-KEY": sessionStorage.getItem(KEY_SLOT) || "" };
+  const response = await fetch(path, { ...options, headers, cache: "no-store" });
+  if (response.status === 401) say("The admin key was refused. Enter it again.", true);
+  const body = await response.json().catch(() => null);
+  if (!response.ok) throw new ApiError(response.status, body);
+  return body;
+}
+
+function route() { return encodeURIComponent($("route").value); }
+
+// -- key and routes ------------------------------------------------------------
+
+async function useKey(event) {
+  event?.preventDefault();
+  const typed = $("key").value;
+  if (typed) sessionStorage.setItem(KEY_SLOT, typed);
+  $("key").value = "";
+  await loadRoutes();
+}
+
+function forgetKey() {
+  sessionStorage.removeItem(KEY_SLOT);
+  stopLive();
+  $("route").replaceChildren();
+  say("Key forgotten. Enter the admin key to start.");
+}
+
+async function loadRoutes() {
+  try {
+    const { version, routes } = await api("/admin/routes");
+    state.routes = routes.filter((r) => r.algorithm === "semantic");
+    const select = $("route");
+    const previous = select.value;
+    select.replaceChildren(...state.routes.map((r) => el("option", { value: r.id }, `${r.id}  (${r.uri})`)));
+    if (state.routes.some((r) => r.id === previous)) select.value = previous;
+    say(state.routes.length
+      ? `Connected. Config version ${version}; ${state.routes.length} semantic route(s).`
+      : "Connected, but no route uses semantic balancing.");
+    scheduleExplain(0);
+  } catch (err) {
+    if (err.status !== 401) say(`Cannot list routes: ${err.message}`, true);
+  }
+}
+
+// -- Prompt tab ----------------------------------------------------------------
+
+// A prompt, or a messages array / chat body pasted as JSON.
+function explainBody(text) {
+  const trimmed = text.trim();
+  if (trimmed.startsWith("[") || trimmed.startsWith("{")) {
+    try {
+      const parsed = JSON.parse(trimmed);
+      if (Array.isArray(parsed)) return { messages: parsed };
+      if (Array.isArray(parsed.messages)) return { messages: parsed.messages };
+    } catch { /* not JSON (yet): treat it as text */ }
+  }
+  return { prompt: text };
+}
+
+function scheduleExplain(delay = DEBOUNCE_MS) {
+  clearTimeout(state.timer);
+  state.timer = setTimeout(explainNow, delay);
+}
+
+async function explainNow() {
+  const text = $("prompt").value;
+  if (!$("route").value || !text.trim()) { drawBars(null); return; }
+  const seq = ++state.explainSeq;
+  try {
+    const result = await api(`/admin/routes/${route()}/explain`, {
+      method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(explainBody(text)),
+    });
+    if (seq === state.explainSeq) drawBars(result);  // drop answers that arrive out of order
+  } catch (err) {
+    if (seq === state.explainSeq) { drawBars(null); say(`Explain failed: ${err.message}`, true); }
+  }
+}
+
+function drawBars(result) {
+  const chart = $("bars");
+  chart.replaceChildren();
+  $("pick").textContent = result ? result.pick : "-";
+  $("reason").textContent = result ? result.reason : "-";
+  $("margin").textContent = result ? num(result.margin) : "-";
+  const rows = result ? result.scores : [];
+  const width = 720, labelW = 150, valueW = 60, rowH = 28, top = 8;
+  const plotW = width - labelW - valueW;
+  chart.setAttribute("height", Math.max(40, top * 2 + rows.length * rowH));
+  if (!rows.length) {
+    const note = result ? "no scores (no user text, or the embedding failed)" : "type a prompt";
+    chart.append(svg("text", { x: 12, y: 25, class: "empty" }, note));
+    return;
+  }
+  // Cosine scores can be negative; the axis starts at 0 unless a value is below it.
+  const low = Math.min(0, ...rows.map((r) => Math.min(r.score, r.threshold)));
+  const x = (v) => labelW + plotW * (v - low) / (1 - low);
+  chart.append(svg("line", { x1: x(0), x2: x(0), y1: 0, y2: top * 2 + rows.length * rowH, class: "axis" }));
+  rows.forEach((r, i) => {
+    const y = top + i * rowH;
+    const kind = r.instance === result.pick ? "pick" : r.cleared ? "cleared" : "below";
+    const bar = svg("rect", {
+      x: Math.min(x(0), x(r.score)), y: y + 4, height: rowH - 8,
+      width: Math.max(1, Math.abs(x(r.score) - x(0))), class: `bar ${kind}`,
+      "data-instance": r.instance, "data-score": r.score,
+    });
+    bar.append(svg("title", {}, `${r.instance}: ${r.score} (threshold ${r.threshold})`));
+    chart.append(
+      svg("text", { x: 8, y: y + rowH / 2 + 4 }, r.instance),
+      bar,
+      svg("line", { x1: x(r.threshold), x2: x(r.threshold), y1: y + 1, y2: y + rowH - 1,
+                    class: "threshold", "data-threshold": r.threshold }),
+      svg("text", { x: width - valueW + 6, y: y + rowH / 2 + 4 }, num(r.score, 3)),
+    );
+  });
+}
+
+// -- Batch tab -----------------------------------------------------------------
+
+function showBatchError(err) {
+  const box = $("batch-error");
+  box.hidden = !err;
+  box.textContent = err ? err.message : "";
+}
+
+async function batchCall(kind, query = "") {
+  showBatchError(null);
+  const body = $("batch-text").value;
+  if (!body.trim()) { showBatchError(new Error("Paste or load labelled JSONL first.")); return null; }
+  say(kind === "eval" ? "Evaluating..." : "Calibrating...");
+  try {
+    const result = await api(`/admin/routes/${route()}/${kind}${query}`, {
+      method: "POST", headers: { "Content-Type": "application/x-ndjson" }, body,
+    });
+    say("Done.");
+    return result;
+  } catch (err) {
+    showBatchError(err);
+    say("The batch was refused.", true);
+    return null;
+  }
+}
+
+function table(target, head, rows) {
+  target.replaceChildren(
+    el("tr", {}, ...head.map((h) => el("th", {}, h))),
+    ...rows.map((row) => el("tr", {}, ...row.map((v) => (v instanceof Node ? v : el("td", {}, v))))),
+  );
+}
+
+async function runEval() {
+  const r = await batchCall("eval");
+  if (!r) return;
+  $("eval-out").hidden = false;
+  const fallbacks = Object.entries(r.fallback_rate).map(([k, v]) => [`fallback rate: ${k}`, pct(v)]);
+  table($("figures"), ["figure", "value"], [
+    ["prompts", r.prompts], ["accuracy", pct(r.accuracy)],
+    ["balanced accuracy", pct(r.balanced_accuracy)], ["in-scope accuracy", pct(r.in_scope_accuracy)],
+    ["top-1 ignoring thresholds", pct(r.top1_accuracy)], ["catchall recall", pct(r.catchall_recall)],
+    ["routed precision", pct(r.routed_precision)],
+    ...(fallbacks.length ? fallbacks : [["fallback rate", "0.0%"]]),
+  ]);
+  const { labels, counts } = r.confusion;
+  table($("confusion"), ["expected \\ picked", ...labels], counts.map((row, i) => [
+    el("th", {}, labels[i]),
+    ...row.map((n, j) => el("td", { class: i === j ? "diag" : n ? "off" : "" }, n)),
+  ]));
+  table($("per-instance-table"), ["instance", "threshold", "precision", "recall", "support"],
+    Object.entries(r.instances).map(([name, s]) => [
+      name, name in r.thresholds ? num(r.thresholds[name]) : "catchall",
+      pct(s.precision), pct(s.recall), s.support]));
+  table($("misses"), ["prompt", "expected", "picked", "reason", "top score"], r.misses.length
+    ? r.misses.map((m) => [m.prompt, m.expected, m.pick, m.reason, num(m.top_score)])
+    : [["none: every prompt reached its instance", "", "", "", ""]]);
+}
+
+async function runCalibrate() {
+  const query = new URLSearchParams({
+    objective: $("objective").value, holdout: $("holdout").value,
+    per_instance: $("per-instance").checked ? "1" : "0",
+  });
+  const r = await batchCall("calibrate", `?${query}`);
+  if (!r) return;
+  state.proposal = { ...r, routeId: $("route").value };
+  $("calibrate-out").hidden = false;
+  $("apply-result").replaceChildren();
+  $("proposal-summary").textContent = `Objective ${r.objective}: fitted on ${r.fitted_on} prompts, ` +
+    (r.held_out ? `figures on the ${r.held_out} held out.` : "figures on the same prompts (no hold-out).") +
+    ` Proposed balancer threshold: ${num(r.threshold)}.`;
+  table($("proposal"), ["thresholds", "accuracy", "balanced", "in-scope", "catchall recall", "precision"],
+    r.measured.map((m) => [m.name, pct(m.accuracy), pct(m.balanced_accuracy),
+      pct(m.in_scope_accuracy), pct(m.catchall_recall), pct(m.routed_precision)]));
+  const perInstance = Object.entries(r.per_instance);
+  table($("proposal-thresholds"), ["written to the config", "threshold"],
+    [["balancer threshold", num(r.threshold)], ...perInstance.map(([n, t]) => [`instance ${n}`, num(t)])]);
+}
+
+function downloadConfig() {
+  const config = state.proposal?.config;
+  if (!config) return;
+  const link = el("a", { href: URL.createObjectURL(new Blob([config.text], { type: "text/yaml" })),
+                         download: config.name });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(link.href), 1000);
+}
+
+async function applyProposal() {
+  const p = state.proposal;
+  if (!p) return;
+  const out = $("apply-result");
+  if (!confirm(`Replace route "${p.routeId}" on the running gateway with threshold ${num(p.threshold)}?`)) return;
+  try {
+    const r = await api(`/admin/routes/${encodeURIComponent(p.routeId)}`, {
+      method: "PUT", headers: { "Content-Type": "application/json" }, body: JSON.stringify(p.route),
+    });
+    out.replaceChildren(el("p", { class: "ok" }, `Applied: config version ${r.version}` +
+      (r.applied ? " is live." : " saved; the reload watcher will apply it.")));
+    await loadRoutes();
+  } catch (err) {
+    out.replaceChildren(el("p", { class: "error" }, `Rejected: ${err.message}`),
+      el("ul", { class: "error" }, ...err.errors.map((e) => el("li", {}, e))));
+  }
+}
+
+// -- Live tab ------------------------------------------------------------------
+
+function stopLive() {
+  state.live?.abort();
+  state.live = null;
+  $("live-status").textContent = "not connected";
+}
+
+// EventSource cannot send headers, so the stream is read with fetch().
+async function startLive() {
+  stopLive();
+  const control = new AbortController();
+  state.live = control;
+  $("live-table").tBodies[0].replaceChildren();
+  try {
+    const response = await fetch("/admin/decisions/stream", {
+      headers: { "X-API-KEY": sessionStorage.getItem(KEY_SLOT) || "" }, signal: control.signal,
+    });
+    if (!response.ok) throw new ApiError(response.status, await response.json().catch(() => null));
+    $("live-status").textContent = "connected: new requests appear at the top";
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += value;
+      const events = buffer.split("\n\n");
+      buffer = events.pop();
+      for (const event of events) {
+        const data = event.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
+        if (data) addLiveRow(JSON.parse(data));
+      }
+    }
+    if (state.live === control) $("live-status").textContent = "the gateway closed the stream";
+  } catch (err) {
+    if (err.name !== "AbortError") $("live-status").textContent = `disconnected: ${err.message}`;
+  }
+}
+
+function addLiveRow(d) {
+  const body = $("live-table").tBodies[0];
+  const kind = d.status >= 400 ? "failed" : d.reason && d.reason !== "matched" ? "fallback" : "";
+  body.prepend(el("tr", { class: kind, "data-seq": d.seq },
+    ...[new Date(d.at * 1000).toLocaleTimeString(), d.route, d.pick, d.instance, d.status,
+        num(d.top_score), d.reason ?? "-", `${d.latency_ms} ms`].map((v) => el("td", {}, v))));
+  while (body.rows.length > LIVE_ROWS) body.lastElementChild.remove();
+}
+
+// -- wiring --------------------------------------------------------------------
+
+function showTab(name) {
+  for (const button of document.querySelectorAll("[role=tab]")) {
+    button.setAttribute("aria-selected", String(button.dataset.tab === name));
+  }
+  for (const section of document.querySelectorAll(".tab")) section.hidden = section.id !== `tab-${name}`;
+  if (name === "live") startLive(); else stopLive();
+}
+
+function loadFile(event) {
+  const file = event.target.files[0];
+  if (!file) return;
+  const reader = new FileReader();
+  reader.onload = () => { $("batch-text").value = reader.result; };
+  reader.readAsText(file);
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("key-form").addEventListener("submit", useKey);
+  $("key-forget").addEventListener("click", forgetKey);
+  $("route").addEventListener("change", () => scheduleExplain(0));
+  $("prompt").addEventListener("input", () => scheduleExplain());
+  $("batch-file").addEventListener("change", loadFile);
+  $("eval-btn").addEventListener("click", runEval);
+  $("calibrate-btn").addEventListener("click", runCalibrate);
+  $("download").addEventListener("click", downloadConfig);
+  $("apply").addEventListener("click", applyProposal);
+  for (const button of document.querySelectorAll("[role=tab]")) {
+    button.addEventListener("click", () => showTab(button.dataset.tab));
+  }
+  drawBars(null);
+  if (sessionStorage.getItem(KEY_SLOT)) loadRoutes();
+});

@@ -1,0 +1,170 @@
+"""The playground page in a real headless Chromium, driven by selenium.
+
+Skipped when selenium, /usr/bin/chromium or /usr/bin/chromedriver is missing
+(`.ci/run` installs them). Each test runs its browser steps in a worker
+thread, because selenium blocks and the gateway serves on this event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from tests.server.playground_env import ADMIN_KEY, LABELLED, start_playground
+
+from semproxy.server.run import RunningGateway
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--window-size=1100,900")
+
+pytestmark = pytest.mark.skipif(
+    not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()),
+    reason="needs chromium and chromedriver (apt-get install chromium chromium-driver)")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[WebDriver]:
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in FLAGS:
+        options.add_argument(flag)
+    with tempfile.TemporaryDirectory(prefix="semproxy-chromium-") as profile:
+        options.add_argument(f"--user-data-dir={profile}")
+        driver = webdriver.Chrome(service=webdriver.ChromeService(CHROMEDRIVER), options=options)
+        try:
+            yield driver
+        finally:
+            driver.quit()
+
+
+@pytest.fixture
+async def gw(tmp_path: Path) -> Any:
+    running = await start_playground(tmp_path)
+    yield running
+    await running.close()
+
+
+def wait(driver: WebDriver, condition: Callable[[WebDriver], Any], seconds: float = 10) -> Any:
+    return WebDriverWait(driver, seconds).until(condition)
+
+
+def open_with_key(driver: WebDriver, gw: RunningGateway) -> None:
+    driver.get(f"{gw.admin_url}/ui/")
+    driver.find_element(By.ID, "key").send_keys(ADMIN_KEY)
+    driver.find_element(By.ID, "key-save").click()
+    wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#route option[value=auto]"))
+
+
+def prompt_tab(driver: WebDriver, gw: RunningGateway) -> dict[str, Any]:
+    open_with_key(driver, gw)
+    driver.find_element(By.ID, "prompt").send_keys("please debug this python stack trace")
+    wait(driver, lambda d: d.find_element(By.ID, "pick").text == "code")
+    bars = driver.find_elements(By.CSS_SELECTOR, "#bars rect.bar")
+    return {
+        "bars": {b.get_attribute("data-instance"): float(b.get_attribute("data-score") or 0)
+                 for b in bars},
+        "picked": [b.get_attribute("data-instance")
+                   for b in driver.find_elements(By.CSS_SELECTOR, "#bars rect.pick")],
+        "thresholds": [t.get_attribute("data-threshold")
+                       for t in driver.find_elements(By.CSS_SELECTOR, "#bars .threshold")],
+        "reason": driver.find_element(By.ID, "reason").text,
+        "margin": float(driver.find_element(By.ID, "margin").text),
+        "url": driver.current_url,
+        "stored": driver.execute_script("return sessionStorage.getItem('semproxy-admin-key')"),
+    }
+
+
+async def test_prompt_tab_draws_a_bar_per_instance_and_names_the_pick(
+    browser: WebDriver, gw: RunningGateway
+) -> None:
+    seen = await asyncio.to_thread(prompt_tab, browser, gw)
+    assert set(seen["bars"]) == {"code", "translate"}
+    assert seen["bars"]["code"] > 0.5 > seen["bars"]["translate"]
+    assert seen["picked"] == ["code"]
+    assert seen["thresholds"] == ["0.5", "0.5"]
+    assert seen["reason"] == "matched"
+    assert seen["margin"] > 0
+    assert ADMIN_KEY not in seen["url"]
+    assert seen["stored"] == ADMIN_KEY
+
+
+def batch_tab(driver: WebDriver, gw: RunningGateway, upload: Path) -> dict[str, Any]:
+    open_with_key(driver, gw)
+    driver.find_element(By.CSS_SELECTOR, "[data-tab=batch]").click()
+    driver.find_element(By.ID, "batch-file").send_keys(str(upload))
+    wait(driver, lambda d: d.find_element(By.ID, "batch-text").get_attribute("value"))
+    driver.find_element(By.ID, "eval-btn").click()
+    wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#confusion td"))
+    matrix = [[c.text for c in row.find_elements(By.CSS_SELECTOR, "th, td")]
+              for row in driver.find_elements(By.CSS_SELECTOR, "#confusion tr")]
+    driver.find_element(By.ID, "calibrate-btn").click()
+    wait(driver, lambda d: d.find_element(By.ID, "calibrate-out").is_displayed())
+    # A route the validation refuses: the page must show the error paths.
+    driver.execute_script("state.proposal.route.plugins['ai-proxy-multi'].balancer.threshold"
+                          " = 'high';")
+    driver.find_element(By.ID, "apply").click()
+    wait(driver, lambda d: d.switch_to.alert).accept()
+    wait(driver, lambda d: "Rejected" in d.find_element(By.ID, "apply-result").text)
+    rejected = driver.find_element(By.ID, "apply-result").text
+    driver.find_element(By.ID, "calibrate-btn").click()
+    wait(driver, lambda d: d.find_element(By.ID, "apply-result").text == "")
+    driver.find_element(By.ID, "apply").click()
+    wait(driver, lambda d: d.switch_to.alert).accept()
+    wait(driver, lambda d: "Applied" in d.find_element(By.ID, "apply-result").text)
+    return {"matrix": matrix, "rejected": rejected,
+            "threshold": driver.execute_script("return state.proposal.threshold")}
+
+
+async def test_batch_tab_shows_the_confusion_matrix_and_applies_through_validation(
+    browser: WebDriver, gw: RunningGateway, tmp_path: Path
+) -> None:
+    upload = tmp_path / "labelled.jsonl"
+    upload.write_text(LABELLED, encoding="utf-8")
+    seen = await asyncio.to_thread(batch_tab, browser, gw, upload)
+    assert seen["matrix"] == [["expected \\ picked", "code", "translate", "default"],
+                              ["code", "2", "0", "0"],
+                              ["translate", "0", "1", "0"],
+                              ["default", "0", "0", "1"]]
+    assert "threshold" in seen["rejected"]
+    spec = gw.gateway.config.routes[0].semantic
+    assert spec is not None and spec.threshold == seen["threshold"]
+
+
+def live_tab(driver: WebDriver, gw: RunningGateway) -> list[list[str]]:
+    open_with_key(driver, gw)
+    driver.find_element(By.CSS_SELECTOR, "[data-tab=live]").click()
+    wait(driver, lambda d: "connected:" in d.find_element(By.ID, "live-status").text)
+    for text in ("write a python function", "translate this sentence into french"):
+        request = urllib.request.Request(
+            f"{gw.url}/v1/chat/completions", headers={"Content-Type": "application/json"},
+            data=orjson.dumps({"messages": [{"role": "user", "content": text}]}))
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            assert resp.status == 200
+    wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#live-table tbody tr")) == 2)
+    rows = [[c.text for c in row.find_elements(By.TAG_NAME, "td")]
+            for row in driver.find_elements(By.CSS_SELECTOR, "#live-table tbody tr")]
+    driver.find_element(By.CSS_SELECTOR, "[data-tab=prompt]").click()  # closes the stream
+    return rows
+
+
+async def test_live_tab_streams_new_decisions_newest_first(
+    browser: WebDriver, gw: RunningGateway
+) -> None:
+    rows = await asyncio.to_thread(live_tab, browser, gw)
+    assert [(r[1], r[2], r[4], r[6]) for r in rows] == [
+        ("auto", "translate", "200", "matched"), ("auto", "code", "200", "matched")]
