@@ -12,6 +12,7 @@ import multiprocessing
 import os
 import signal
 import socket
+import sys
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -59,7 +60,10 @@ async def start(config: GatewayConfig, listen: str | None = None,
 
 async def serve_forever(config: GatewayConfig, listen: str | None, reuse_port: bool) -> None:
     running = await start(config, listen, reuse_port)
-    print(f"semproxy listening on {running.url} (pid {os.getpid()})", flush=True)
+    # One write per line: with several workers on one stdout (and PYTHONUNBUFFERED),
+    # print() would write text and newline separately and workers' lines interleave.
+    sys.stdout.write(f"semproxy listening on {running.url} (pid {os.getpid()})\n")
+    sys.stdout.flush()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
