@@ -168,3 +168,12 @@ async def test_non_json_200_from_upstream_is_relayed_as_is(
         assert resp.status == 200
         assert resp.content_type == "text/html"
         assert await resp.text() == "<html>definitely not json"
+
+
+async def test_credentials_in_the_endpoint_url_never_reach_an_error_body(
+    gateway: GatewayFactory, http: aiohttp.ClientSession
+) -> None:
+    url = (await closed_port_url()).replace("http://", f"http://user:{SECRET}@")
+    gw = await gateway(route_config([instance("a", url)]))
+    async with http.post(f"{gw.url}{CHAT}", json=chat("hi")) as resp:
+        await error_of(resp, 502)
