@@ -179,7 +179,7 @@ def _route(route: s.Route, path: str, errs: _Errors) -> RouteSpec | None:
     assert multi is not None
     net = NetPolicy(multi.timeout / 1000, multi.ssl_verify, multi.keepalive,
                     multi.keepalive_timeout / 1000)
-    instances = _instances(multi, ppath, net, errs)
+    instances = _instances(multi, ppath, net, errs, is_single=single is not None)
     semantic = _semantic(multi, ppath, net, errs)
     balancer = multi.balancer
     if balancer.algorithm == "chash" and balancer.hash_on != "consumer" and not balancer.key:
@@ -205,12 +205,13 @@ def _from_single(single: s.AIProxy) -> s.AIProxyMulti:
 
 
 def _instances(
-    multi: s.AIProxyMulti, ppath: str, net: NetPolicy, errs: _Errors
+    multi: s.AIProxyMulti, ppath: str, net: NetPolicy, errs: _Errors, is_single: bool = False
 ) -> tuple[InstanceSpec, ...]:
     out = []
     names: set[str] = set()
     for j, inst in enumerate(multi.instances):
-        ipath = f"{ppath}.instances[{j}]"
+        # `ai-proxy` keeps its one instance's fields at the plugin level: report them there.
+        ipath = ppath if is_single else f"{ppath}.instances[{j}]"
         if inst.name in names:
             errs.add(f"{ipath}.name", f"duplicate instance name {inst.name!r}")
         names.add(inst.name)

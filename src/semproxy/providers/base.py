@@ -8,6 +8,7 @@ support is a separate, optional capability (`EmbeddingsProvider`).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -187,9 +188,12 @@ class OpenAIStyleProvider:
         if target.model:
             payload["model"] = target.model
         try:
-            resp = await clients.post(target, orjson.dumps(payload))
-            async with resp:
-                raw = await resp.read()
+            # Routing waits on this call, so it gets one deadline for the whole
+            # exchange, unlike chat whose timeout bounds each read of a stream.
+            async with asyncio.timeout(target.net.timeout_s):
+                resp = await clients.post(target, orjson.dumps(payload))
+                async with resp:
+                    raw = await resp.read()
         except UpstreamTimeoutError as exc:
             raise EmbeddingError("embedding endpoint timed out", "embedding_timeout") from exc
         except UpstreamError as exc:

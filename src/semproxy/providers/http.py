@@ -45,12 +45,15 @@ class HttpClients:
                    ) -> aiohttp.ClientResponse:
         """POST and return the response once headers arrived; the caller releases it.
 
-        The total timeout covers connect + headers + body; transport failures are
-        translated here into the gateway's error tree.
+        The route timeout bounds each wait (connect, then every read), as APISIX's
+        does, not the whole exchange: a total deadline would cut off a long stream
+        whose chunks keep arriving. Transport failures are translated here into the
+        gateway's error tree.
         """
         net = target.net
         session = self.session(net.keepalive, net.keepalive_timeout_s)
-        timeout = aiohttp.ClientTimeout(total=net.timeout_s)
+        timeout = aiohttp.ClientTimeout(total=None, connect=net.timeout_s,
+                                        sock_read=net.timeout_s)
         try:
             return await session.post(
                 target.url,

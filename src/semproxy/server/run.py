@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import socket
+import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -139,9 +140,13 @@ async def serve_forever(make_source: SourceFactory, listen: str | None,
     source = make_source()
     config = await load_initial(source)
     running = await start(config, listen, reuse_port, source)
-    print(f"semproxy listening on {running.url} (pid {os.getpid()})", flush=True)
+    # One write per line: with several workers on one stdout (and PYTHONUNBUFFERED),
+    # print() would write text and newline separately and workers' lines interleave.
+    announce = f"semproxy listening on {running.url} (pid {os.getpid()})\n"
     if running.admin_url:
-        print(f"semproxy admin on {running.admin_url}", flush=True)
+        announce += f"semproxy admin on {running.admin_url}\n"
+    sys.stdout.write(announce)
+    sys.stdout.flush()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
