@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import os
 import shutil
 import socket
@@ -9,11 +11,18 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import aiohttp
 import pytest
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from semproxy.config.source import FileSource
+from semproxy.server.run import RunningGateway, start
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -104,3 +113,96 @@ def cli_env() -> dict[str, str]:
 def run_cli(*args: str, timeout: float = 20.0) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "semproxy", *args], env=cli_env(),
                           capture_output=True, text=True, timeout=timeout, check=False)
+
+
+ADMIN_KEY = "admin-test-key-123"
+UPSTREAM_SECRET = "Bearer sk-SECRET-123"
+
+
+@dataclass
+class Served:
+    """A gateway serving a config file it watches, with its admin listener."""
+
+    running: RunningGateway
+    path: Path
+
+    @property
+    def url(self) -> str:
+        return self.running.url
+
+    @property
+    def admin(self) -> str:
+        assert self.running.admin_url is not None
+        return self.running.admin_url
+
+    def rewrite(self, config: dict[str, Any]) -> None:
+        write_config(self.path, config)
+
+
+def write_config(path: Path, config: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".new")
+    tmp.write_text(yaml.safe_dump(config, sort_keys=False))
+    os.replace(tmp, path)
+
+
+def with_admin(config: dict[str, Any], key: str | None = ADMIN_KEY) -> dict[str, Any]:
+    admin: dict[str, Any] = {"listen": "127.0.0.1:0"}
+    if key is not None:
+        admin["key"] = key
+    return {**config, "admin": admin}
+
+
+ServeFactory = Callable[[dict[str, Any]], Awaitable[Served]]
+
+
+@pytest.fixture
+async def serve_file(tmp_path: Path) -> AsyncIterator[ServeFactory]:
+    """Start gateways the way `semproxy serve --config FILE` does, in this process."""
+    started: list[RunningGateway] = []
+
+    async def factory(config: dict[str, Any]) -> Served:
+        path = tmp_path / f"semproxy-{len(started)}.yaml"
+        write_config(path, config)
+        source = FileSource(path, interval_s=0.05)
+        running = await start(await source.load(), "127.0.0.1:0", source=source)
+        started.append(running)
+        return Served(running, path)
+
+    yield factory
+    for running in started:
+        await running.close()
+
+
+async def eventually(check: Callable[[], bool | Awaitable[bool]], within: float,
+                     step: float = 0.05) -> float:
+    """Wait until `check()` is true; return how long it took, fail after `within` s."""
+    started = time.monotonic()
+    while True:
+        result = check()
+        if await result if inspect.isawaitable(result) else result:
+            return time.monotonic() - started
+        if time.monotonic() - started > within:
+            raise AssertionError(f"condition not met within {within}s")
+        await asyncio.sleep(step)
+
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def parse_metrics(text: str) -> Samples:
+    return {(s.name, frozenset(s.labels.items())): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def sample(samples: Samples, name: str, **labels: str) -> float:
+    """The one sample of `name` with these labels (others may exist), or fail."""
+    matches = [v for (n, ls), v in samples.items() if n == name and set(labels.items()) <= ls]
+    assert len(matches) == 1, f"{name} {labels}: {len(matches)} samples"
+    return matches[0]
+
+
+async def scrape(http: aiohttp.ClientSession, admin: str) -> Samples:
+    async with http.get(f"{admin}/metrics", headers={"X-API-KEY": ADMIN_KEY}) as resp:
+        assert resp.status == 200
+        assert resp.content_type == "text/plain"
+        return parse_metrics(await resp.text())
