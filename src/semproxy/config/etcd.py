@@ -1,8 +1,8 @@
 """A small etcd v3 client over its JSON HTTP gateway, on the shared aiohttp stack.
 
-Only what config storage needs: range over a prefix, put, delete, and a watch
-stream that resumes from a revision. Keys and values travel base64-encoded, as
-the gateway requires.
+Only what config storage needs: range over a prefix, put, an atomic
+transaction of puts and deletes, and a watch stream that resumes from a
+revision. Keys and values travel base64-encoded, as the gateway requires.
 """
 
 from __future__ import annotations
@@ -93,12 +93,20 @@ class EtcdClient:
         data = await self._call("/v3/kv/put", {"key": _b64(key), "value": _b64(value)})
         return int(data["header"]["revision"])
 
-    async def delete(self, key: str) -> None:
-        await self._call("/v3/kv/deleterange", {"key": _b64(key)})
+    async def replace(self, puts: dict[str, str], deletes: list[str]) -> int:
+        """Write `puts` and remove `deletes` in one transaction: one revision, one watch event."""
+        ops: list[dict[str, Any]] = [
+            {"request_put": {"key": _b64(k), "value": _b64(v)}} for k, v in puts.items()]
+        ops += [{"request_delete_range": {"key": _b64(k)}} for k in deletes]
+        data = await self._call("/v3/kv/txn", {"success": ops})
+        return int(data["header"]["revision"])
 
-    async def watch(self, prefix: str, start_revision: int) -> AsyncIterator[WatchEvent]:
-        """Events under `prefix` from `start_revision` on, until the stream ends.
+    async def watch(self, prefix: str, start_revision: int
+                    ) -> AsyncIterator[list[WatchEvent]]:
+        """Batches of events under `prefix` from `start_revision` on, until the stream ends.
 
+        One batch is one watch response: a transaction's changes arrive together.
+        The first batch (the watch is created) and progress notices are empty.
         Raises EtcdCompacted when etcd no longer has that revision.
         """
         body = {"create_request": {"key": _b64(prefix), "range_end": _b64(prefix_end(prefix)),
@@ -110,8 +118,8 @@ class EtcdClient:
                 if resp.status != 200:
                     raise EtcdError(f"etcd watch answered {resp.status}")
                 async for line in resp.content:
-                    for event in _events(line):
-                        yield event
+                    if line.strip():
+                        yield _events(line)
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise EtcdError(f"etcd watch broke: {type(exc).__name__}") from exc
 
@@ -121,8 +129,6 @@ class EtcdClient:
 
 
 def _events(line: bytes) -> list[WatchEvent]:
-    if not line.strip():
-        return []
     result = orjson.loads(line).get("result", {})
     if int(result.get("compact_revision", 0) or 0) > 0:
         raise EtcdCompacted(f"revision compacted up to {result['compact_revision']}")

@@ -8,6 +8,7 @@ request path never re-derives anything from raw config.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -140,6 +141,8 @@ def build(raw: s.Root, version: str, document: Mapping[str, Any] | None = None
         if spec is not None:
             routes.append(spec)
     consumers = _consumers(raw, errs)
+    if raw.admin is not None and (refusal := admin_refusal(raw.admin)) is not None:
+        errs.add("admin.key", refusal)
     if errs.items:
         raise ConfigError(errs.items)
     for warning in errs.warnings:
@@ -150,6 +153,28 @@ def build(raw: s.Root, version: str, document: Mapping[str, Any] | None = None
         document=MappingProxyType(dict(document or {})),
         consumers=MappingProxyType(consumers),
     )
+
+
+def is_loopback(listen: str) -> bool:
+    host = listen.rpartition(":")[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def admin_refusal(admin: s.Admin) -> str | None:
+    """Why this admin listener must not run, or None when it may.
+
+    Without a key the admin API can rewrite every route, so keyless is allowed
+    only on a loopback address and only when asked for explicitly.
+    """
+    if admin.key or (admin.allow_no_key_on_loopback and is_loopback(admin.listen)):
+        return None
+    return (f"required for the admin API on {admin.listen} (keyless is allowed only on "
+            "loopback with allow_no_key_on_loopback: true)")
 
 
 def _consumers(raw: s.Root, errs: _Errors) -> dict[bytes, str]:

@@ -108,7 +108,7 @@ class EtcdSource:
     """Routes stored one key each under a prefix (as APISIX stores its routes)."""
 
     def __init__(self, endpoint: str, prefix: str, listen: str | None = None,
-                 backoff_max_s: float = 5.0) -> None:
+                 backoff_max_s: float = 2.0) -> None:
         self.client = EtcdClient(endpoint)
         self.prefix = prefix.rstrip("/")
         self.description = f"etcd {endpoint} {self.prefix}"
@@ -129,15 +129,21 @@ class EtcdSource:
         return await asyncio.to_thread(load_data, doc)
 
     async def changes(self) -> AsyncIterator[None]:
-        """Yield on every change; reconnect with backoff, resume after the last revision."""
+        """Yield on every change; reconnect with backoff, resume after the last revision.
+
+        It also yields when the watch breaks (so the outage is reported) and when
+        it is back (so the source is reported up and anything missed is read).
+        """
         delay = 0.2
         while True:
             try:
-                async for event in self.client.watch(self.prefix + "/", self._revision + 1):
-                    self.connected = True
+                async for events in self.client.watch(self.prefix + "/", self._revision + 1):
                     delay = 0.2
-                    self._revision = max(self._revision, event.revision)
-                    yield None
+                    if events:
+                        self._revision = max(self._revision, *(e.revision for e in events))
+                    if events or not self.connected:
+                        self.connected = True
+                        yield None
             except EtcdCompacted:
                 log.warning("etcd history compacted; reloading everything")
                 yield None  # load() re-reads everything and resets the revision
@@ -146,28 +152,29 @@ class EtcdSource:
                 if self.connected:
                     log.warning("etcd watch lost (%s); retrying", exc)
                 self.connected = False
+                yield None
             await asyncio.sleep(delay)
             delay = min(delay * 2, self._backoff_max)
-            # After an outage, re-read: changes may have happened while we were away.
-            yield None
 
     async def save(self, document: dict[str, Any]) -> None:
         await self.push(document)
 
     async def push(self, document: dict[str, Any]) -> int:
-        """Write a whole config document: one key per route, stale routes removed."""
+        """Write a whole config document: one key per route, stale routes removed.
+
+        Everything goes in one transaction, so watchers never see half a version.
+        """
         routes = document.get("routes") or []
         global_doc = {k: v for k, v in document.items() if k != "routes"}
-        existing, _ = await self.client.range_prefix(self.prefix + "/routes/")
-        wanted = {f"{self.prefix}/routes/{r['id']}": r for r in routes}
-        revision = await self.client.put(f"{self.prefix}/global",
-                                         orjson.dumps(global_doc).decode())
-        for key, route in wanted.items():
-            revision = await self.client.put(key, orjson.dumps(route).decode())
-        for kv in existing:
-            if kv.key not in wanted:
-                await self.client.delete(kv.key)
-        return revision
+        try:
+            existing, _ = await self.client.range_prefix(self.prefix + "/routes/")
+            puts = {f"{self.prefix}/global": orjson.dumps(global_doc).decode()}
+            puts.update({f"{self.prefix}/routes/{r['id']}": orjson.dumps(r).decode()
+                         for r in routes})
+            return await self.client.replace(
+                puts, [kv.key for kv in existing if kv.key not in puts])
+        except EtcdError as exc:
+            raise SourceError(str(exc)) from exc
 
     async def aclose(self) -> None:
         await self.client.aclose()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -17,6 +18,7 @@ from prometheus_client import (
     Gauge,
     Histogram,
     generate_latest,
+    values,
 )
 from prometheus_client import multiprocess as mp
 
@@ -29,6 +31,17 @@ BREAKER_STATES = {"closed": 0, "half_open": 1, "open": 2}
 
 def multiprocess_enabled() -> bool:
     return bool(os.environ.get("PROMETHEUS_MULTIPROC_DIR"))
+
+
+def use_multiprocess_dir(path: str | Path) -> None:
+    """Make metrics created from now on (in this process and its forks) live in `path`.
+
+    prometheus_client picks its value store once, when it is first imported, from
+    PROMETHEUS_MULTIPROC_DIR; the CLI has imported it long before it knows how many
+    workers it will fork, so the choice is made again here.
+    """
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(path)
+    values.ValueClass = values.get_value_class()  # type: ignore[no-untyped-call]
 
 
 class Metrics:
@@ -68,10 +81,15 @@ class Metrics:
                              ["embeddings"], registry=r, multiprocess_mode="max")
         self.healthy = Gauge("semproxy_instance_healthy", "1 healthy, 0 unhealthy",
                              ["route", "instance"], registry=r, multiprocess_mode="min")
-        self.config_version = Gauge("semproxy_config_info", "Active config version",
+        self.config_version = Gauge("semproxy_config_info",
+                                    "1 for the active config version, 0 for earlier ones",
                                     ["version"], registry=r, multiprocess_mode="max")
         self.reload_failures = Counter("semproxy_config_reload_failures_total",
-                                       "Config versions rejected", registry=r)
+                                       "Config versions rejected as invalid", registry=r)
+        self.source_up = Gauge("semproxy_config_source_up",
+                               "1 when the config source (file, etcd) answered the last read",
+                               registry=r, multiprocess_mode="min")
+        self.source_up.set(1)
         self._version: str | None = None
 
     # -- RequestObserver ---------------------------------------------------
@@ -107,14 +125,23 @@ class Metrics:
         for name, state in states:
             self.breaker.labels(name).set(BREAKER_STATES.get(state, 0))
 
+    def on_health_snapshot(self, route: str, states: Mapping[str, str]) -> None:
+        for instance, state in states.items():
+            self.healthy.labels(route, instance).set(0 if state == "unhealthy" else 1)
+
     def on_config(self, version: str) -> None:
-        if self._version is not None:
-            self.config_version.remove(self._version)
+        # Set the old version to 0 rather than removing it: with --workers a removed
+        # series would live on in the other workers' files with its old value.
+        if self._version not in (None, version):
+            self.config_version.labels(self._version).set(0)
         self._version = version
         self.config_version.labels(version).set(1)
 
     def on_reload_failed(self) -> None:
         self.reload_failures.inc()
+
+    def on_source(self, is_up: bool) -> None:
+        self.source_up.set(1 if is_up else 0)
 
     def render(self) -> tuple[bytes, str]:
         if multiprocess_enabled():

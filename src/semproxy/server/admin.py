@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import hmac
-import ipaddress
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -19,8 +18,15 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from semproxy.config.loader import load_data
-from semproxy.config.runtime import GatewayConfig
-from semproxy.errors import BadRequestError, ConfigError, NotFoundError, UnauthorizedError
+from semproxy.config.runtime import GatewayConfig, admin_refusal
+from semproxy.config.source import SourceError
+from semproxy.errors import (
+    BadRequestError,
+    ConfigError,
+    NotFoundError,
+    UnauthorizedError,
+    UnavailableError,
+)
 from semproxy.server.app import Gateway, error_middleware, json_response
 from semproxy.server.explain import explain_with
 from semproxy.server.playground import is_public
@@ -38,37 +44,28 @@ class ConfigStore(Protocol):
 
 
 def mask_secrets(node: Any, key: str = "") -> Any:
-    """Blank every credential: auth header/query values, the admin key, consumer keys."""
-    if isinstance(node, dict):
-        if key in ("header", "query") or key == "key-auth":
-            return {k: MASK if isinstance(v, str) else mask_secrets(v, k) for k, v in node.items()}
-        return {k: (MASK if k == "key" and isinstance(v, str) else mask_secrets(v, k))
-                for k, v in node.items()}
+    """Blank every credential: auth header/query values, the admin key, consumer keys.
+
+    Values are masked by where they sit (under `auth`, `admin.key`, a consumer's
+    `key-auth.key`), not by what they look like, so no format of key slips through.
+    """
     if isinstance(node, list):
         return [mask_secrets(v, key) for v in node]
-    return node
-
-
-def is_loopback(listen: str) -> bool:
-    host = listen.rpartition(":")[0].strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    if not isinstance(node, dict):
+        return node
+    if key == "auth":
+        return {part: {name: MASK for name in values} if isinstance(values, dict) else MASK
+                for part, values in node.items()}
+    secret_key = key in ("admin", "key-auth")
+    return {k: MASK if secret_key and k == "key" else mask_secrets(v, k)
+            for k, v in node.items()}
 
 
 def check_admin_settings(config: GatewayConfig) -> str | None:
     """Why the admin listener must not start, or None when it may."""
-    admin = config.admin
-    if admin is None:
+    if config.admin is None:
         return "no admin section"
-    if admin.key:
-        return None
-    if admin.allow_no_key_on_loopback and is_loopback(admin.listen):
-        return None
-    return "admin.key is required (or bind to loopback with allow_no_key_on_loopback: true)"
+    return admin_refusal(config.admin)
 
 
 class AdminAPI:
@@ -84,9 +81,14 @@ class AdminAPI:
         async def require_key(request: web.Request, handler: Handler) -> web.StreamResponse:
             if is_public(request):  # the playground page's files; its data calls need the key
                 return await handler(request)
-            admin = self.gateway.config.admin
+            # Read the admin settings of the live version on every call: a reload
+            # may have rotated the key.
+            config = self.gateway.config
+            admin = config.admin
             expected = (admin.key if admin else None) or ""
             given = request.headers.get("X-API-KEY", "")
+            if not expected and check_admin_settings(config) is not None:
+                raise UnauthorizedError("the admin API has no key configured")
             if expected and not hmac.compare_digest(given.encode(), expected.encode()):
                 raise UnauthorizedError("missing or wrong X-API-KEY")
             return await handler(request)
@@ -124,7 +126,10 @@ class AdminAPI:
             config = load_data(document)
         except ConfigError as exc:
             raise ConfigRejected(exc.errors) from exc
-        await self.store.save(document)
+        try:
+            await self.store.save(document)
+        except SourceError as exc:
+            raise UnavailableError(f"config store unavailable: {exc}") from exc
         await self.watcher.reload()
         return json_response({"version": config.version, "applied":
                               self.gateway.table.version == config.version})
@@ -148,10 +153,13 @@ class AdminAPI:
         return await self._write(document)
 
     async def reload(self, request: web.Request) -> web.Response:
+        """Read the source now: 200 when it holds a valid version (applied if new),
+        400 with field paths when it is invalid, 503 when it cannot be read."""
         status = await self.watcher.reload()
+        code = 503 if not status.source_ok else 400 if status.last_error else 200
         return json_response({"version": self.gateway.table.version, "applied": status.applied,
                               "failed": status.failed, "errors": status.last_error},
-                             status=200 if not status.last_error else 400)
+                             status=code)
 
     async def explain(self, request: web.Request) -> web.Response:
         route = self.gateway.table.by_id.get(request.match_info["id"])

@@ -61,9 +61,11 @@ class Gateway:
         log.info("config version %s active (%d routes)", config.version, len(config.routes))
 
     def report(self, metrics: Metrics) -> None:
-        """Push scrape-time state (config version, breaker states) into the metrics."""
+        """Push scrape-time state (config version, breakers, health) into the metrics."""
         metrics.on_config(self.table.version)
         metrics.on_breakers((name, b.state) for name, b in self.table.pool.breakers.items())
+        for route in self.table.routes:
+            metrics.on_health_snapshot(route.spec.id, route.health.snapshot())
 
     async def proxy(self, request: web.Request) -> web.StreamResponse:
         return await handle(request, self.table, self.clients, self.observer)
@@ -96,12 +98,22 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return web.Response(body=err.body(), status=500, content_type="application/json")
 
 
-def build_app(gateway: Gateway) -> web.Application:
+def build_app(gateway: Gateway, is_source_ok: Callable[[], bool] | None = None
+              ) -> web.Application:
+    """The public app. `is_source_ok` tells /healthz whether the config source answers.
+
+    A replica whose source is down still serves its last good version, so /healthz
+    stays 200 and only reports `config_source: unavailable`; a load balancer must
+    not take every replica out because etcd is away.
+    """
     app = web.Application(middlewares=[error_middleware], client_max_size=CLIENT_MAX_SIZE,
                           handler_args={"max_field_size": 16384})
 
     async def healthz(request: web.Request) -> web.Response:
-        return json_response({"status": "ok", "version": gateway.table.version})
+        body = {"status": "ok", "version": gateway.table.version}
+        if is_source_ok is not None:
+            body["config_source"] = "ok" if is_source_ok() else "unavailable"
+        return json_response(body)
 
     async def on_cleanup(app: web.Application) -> None:
         await gateway.aclose()

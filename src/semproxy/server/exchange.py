@@ -26,6 +26,7 @@ access_log = logging.getLogger("semproxy.access")
 USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
 MAX_LOGGED_PAYLOAD = 4096
 MAX_REQUEST_ID = 128
+MAX_PENDING_LINE = 64 * 1024  # a usage event is far smaller; longer lines are not kept
 
 
 @dataclass(slots=True)
@@ -77,14 +78,23 @@ def usage_from_body(body: bytes) -> dict[str, int] | None:
     return _usage(data.get("usage") if isinstance(data, dict) else None)
 
 
-def usage_from_chunk(chunk: bytes) -> dict[str, int] | None:
-    """Token usage from an SSE chunk that carries the final usage event, if it does."""
-    for line in chunk.split(b"\n"):
-        if line.startswith(b"data: {") and b'"usage"' in line:
-            found = usage_from_body(line[6:])
-            if found:
-                return found
-    return None
+class StreamUsage:
+    """Token usage from a relayed event stream, whatever its chunk boundaries.
+
+    Chunks arrive as the network cuts them, so an event can be split in two; the
+    unfinished last line is kept until the next chunk completes it.
+    """
+
+    def __init__(self) -> None:
+        self.usage: dict[str, int] | None = None
+        self._pending = b""
+
+    def feed(self, chunk: bytes) -> None:
+        *lines, rest = (self._pending + chunk).split(b"\n")
+        self._pending = rest if len(rest) <= MAX_PENDING_LINE else b""
+        for line in lines:
+            if line.startswith(b"data: {") and b'"usage"' in line:
+                self.usage = usage_from_body(line[6:]) or self.usage
 
 
 def _usage(node: Any) -> dict[str, int] | None:
@@ -100,9 +110,25 @@ def finish(exchange: Exchange, observer: RequestObserver) -> None:
     route = exchange.route.spec.id if exchange.route else "-"
     observer.on_response(route, exchange.instance, exchange.status, seconds, exchange.ttft,
                          exchange.usage)
-    if access_log.isEnabledFor(logging.INFO):
-        access_log.info("%s %s -> %s %d", route, exchange.request_id, exchange.instance,
-                        exchange.status, extra={"fields": access_fields(exchange, seconds)})
+    if wants_access_line(exchange):
+        record = access_log.makeRecord(
+            access_log.name, logging.INFO, __file__, 0, "%s %s -> %s %d",
+            (route, exchange.request_id, exchange.instance, exchange.status), None,
+            extra={"fields": access_fields(exchange, seconds)})
+        access_log.handle(record)
+
+
+def wants_access_line(exchange: Exchange) -> bool:
+    """The access log is on (the default), or the route asks for its own lines.
+
+    A route with APISIX `logging.summaries` or `logging.payloads` gets its line
+    even when the access log is off (`serve --no-access-log`), as in APISIX where
+    those settings are what turn logging on for a route.
+    """
+    settings = exchange.route.spec.logging if exchange.route else None
+    if settings is not None and (settings.summaries or settings.payloads):
+        return True
+    return access_log.isEnabledFor(logging.INFO)
 
 
 def access_fields(exchange: Exchange, seconds: float) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,10 +31,10 @@ from semproxy.server.auth import authenticate
 from semproxy.server.exchange import (
     Attempt,
     Exchange,
+    StreamUsage,
     finish,
     request_id,
     usage_from_body,
-    usage_from_chunk,
 )
 from semproxy.server.request import parse_chat, read_body, routing_text
 from semproxy.server.routes import Candidates, RouteState, RouteTable
@@ -121,6 +122,7 @@ async def failover(request: web.Request, exchange: Exchange, candidates: Candida
         health.claim(name)
         result = await _attempt(route, name, payload, clients, exchange.request_id)
         _record(exchange, observer, name, result)
+        exchange.model = _model(route.by_name[name].options, payload)
         nxt = candidates.next(tried | skip) if _may_retry(exchange, result) else None
         if nxt is None:
             return await _conclude(request, exchange, result)
@@ -145,6 +147,12 @@ async def _attempt(route: RouteState, name: str, payload: dict[str, Any], client
         return Result(_transport_outcome(exc), time.monotonic() - started, error=exc)
     outcome = "ok" if reply.status < 400 else f"http_{reply.status}"
     return Result(outcome, time.monotonic() - started, reply, body)
+
+
+def _model(options: Mapping[str, Any], payload: dict[str, Any]) -> str | None:
+    """The model asked of the instance: its configured one overrides the client's."""
+    model = options.get("model", payload.get("model"))
+    return model if isinstance(model, str) else None
 
 
 def _is_stream(reply: Reply) -> bool:
@@ -257,12 +265,13 @@ async def relay_stream(request: web.Request, exchange: Exchange, reply: Reply,
     response = web.StreamResponse(status=200, headers={
         **headers, "Content-Type": SSE, "Cache-Control": "no-cache"})
     await response.prepare(request)
+    usage = StreamUsage()
     try:
         async for chunk in reply.iter_chunks():
             if exchange.ttft is None:
                 exchange.ttft = time.monotonic() - exchange.started
-            if b'"usage"' in chunk:
-                exchange.usage = usage_from_chunk(chunk) or exchange.usage
+            usage.feed(chunk)
+            exchange.usage = usage.usage
             await response.write(chunk)
     except (ConnectionResetError, aiohttp.ClientConnectionResetError):
         log.info("client left mid-stream; closing the upstream request")

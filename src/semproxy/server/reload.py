@@ -2,7 +2,8 @@
 
 A new version is parsed, validated and built (reference embeddings included)
 before it is swapped in; any failure is logged and counted and the running
-version keeps serving.
+version keeps serving. A source that cannot be read (etcd down) is reported,
+not counted as a rejected version: the replica keeps serving what it has.
 """
 
 from __future__ import annotations
@@ -11,12 +12,21 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from semproxy.config.source import ConfigSource, SourceError
 from semproxy.errors import ConfigError
 from semproxy.server.app import Gateway
 
 log = logging.getLogger("semproxy.config")
+
+
+class ReloadObserver(Protocol):
+    def on_reload_failed(self) -> None:
+        """A new version was rejected as invalid."""
+
+    def on_source(self, is_up: bool) -> None:
+        """The source answered (True) or could not be read (False)."""
 
 
 @dataclass
@@ -28,35 +38,59 @@ class ReloadStatus:
 
 
 class ConfigWatcher:
-    def __init__(self, source: ConfigSource, gateway: Gateway) -> None:
+    def __init__(self, source: ConfigSource, gateway: Gateway,
+                 observer: ReloadObserver | None = None) -> None:
         self.source = source
         self.gateway = gateway
+        self.observer = observer
         self.status = ReloadStatus()
         self._task: asyncio.Task[None] | None = None
+        # The poller and admin writes may reload at once; one at a time keeps the
+        # newest read the one that ends up active.
+        self._lock = asyncio.Lock()
 
     async def reload(self) -> ReloadStatus:
         """Load the source once and apply it if it is a new, valid version."""
-        try:
-            config = await self.source.load()
-        except ConfigError as exc:
-            self._failed(exc.errors, "rejected invalid config")
-            return self.status
-        except SourceError as exc:
-            self.status.source_ok = False
-            self._failed([str(exc)], "config source unavailable")
-            return self.status
-        self.status.source_ok = True
-        if config.version != self.gateway.table.version:
-            await self.gateway.apply(config)
-            self.status.applied += 1
+        async with self._lock:
+            try:
+                config = await self.source.load()
+            except SourceError as exc:
+                self._source_down(exc)
+                return self.status
+            except ConfigError as exc:
+                self._source_up()
+                self._rejected(exc.errors)
+                return self.status
+            self._source_up()
             self.status.last_error = []
-        return self.status
+            if config.version != self.gateway.table.version:
+                await self.gateway.apply(config)
+                self.status.applied += 1
+            return self.status
 
-    def _failed(self, errors: list[str], what: str) -> None:
+    def _rejected(self, errors: list[str]) -> None:
         self.status.failed += 1
         self.status.last_error = errors
-        log.error("%s from %s; keeping version %s:\n  %s", what, self.source.description,
-                  self.gateway.table.version, "\n  ".join(errors))
+        if self.observer is not None:
+            self.observer.on_reload_failed()
+        log.error("rejected invalid config from %s; keeping version %s:\n  %s",
+                  self.source.description, self.gateway.table.version, "\n  ".join(errors))
+
+    def _source_down(self, exc: SourceError) -> None:
+        if self.status.source_ok:
+            log.warning("config source %s unavailable (%s); serving version %s until it "
+                        "returns", self.source.description, exc, self.gateway.table.version)
+        self.status.source_ok = False
+        self.status.last_error = [str(exc)]
+        if self.observer is not None:
+            self.observer.on_source(False)
+
+    def _source_up(self) -> None:
+        if not self.status.source_ok:
+            log.info("config source %s is back", self.source.description)
+        self.status.source_ok = True
+        if self.observer is not None:
+            self.observer.on_source(True)
 
     async def _run(self) -> None:
         async for _ in self.source.changes():

@@ -18,7 +18,7 @@ import socket
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from aiohttp import web
 
@@ -26,7 +26,7 @@ from semproxy.config.runtime import GatewayConfig
 from semproxy.config.source import ConfigSource, FileSource, SourceError
 from semproxy.observability.decisions import DecisionLog
 from semproxy.observability.fanout import FanoutObserver
-from semproxy.observability.metrics import Metrics
+from semproxy.observability.metrics import Metrics, use_multiprocess_dir
 from semproxy.server.admin import AdminAPI, check_admin_settings
 from semproxy.server.app import Gateway, build_app
 from semproxy.server.playground import Playground
@@ -45,8 +45,8 @@ class RunningGateway:
     port: int
     watcher: ConfigWatcher | None = None
     admin_runner: web.AppRunner | None = None
+    admin_host: str = "127.0.0.1"
     admin_port: int | None = None
-    extra: list[web.AppRunner] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -56,7 +56,7 @@ class RunningGateway:
     def admin_url(self) -> str | None:
         if self.admin_port is None:
             return None
-        return f"http://{self.host}:{self.admin_port}"
+        return f"http://{self.admin_host}:{self.admin_port}"
 
     async def close(self) -> None:
         if self.watcher is not None:
@@ -92,12 +92,14 @@ async def start(config: GatewayConfig, listen: str | None = None, reuse_port: bo
     decisions = DecisionLog()
     gateway = Gateway(config, FanoutObserver(metrics, decisions))
     await gateway.start()
-    runner, port = await _listen(build_app(gateway), listen or config.listen, reuse_port,
+    watcher = None if source is None else ConfigWatcher(source, gateway, metrics)
+    app = build_app(gateway, None if watcher is None else lambda: watcher.status.source_ok)
+    runner, port = await _listen(app, listen or config.listen, reuse_port,
                                  config.shutdown_grace_s)
-    running = RunningGateway(gateway, runner, split_listen(listen or config.listen)[0], port)
-    if source is not None:
-        running.watcher = ConfigWatcher(source, gateway)
-        running.watcher.start()
+    running = RunningGateway(gateway, runner, split_listen(listen or config.listen)[0], port,
+                             watcher)
+    if watcher is not None and source is not None:
+        watcher.start()
         await _start_admin(running, metrics, decisions, source, reuse_port)
     return running
 
@@ -121,6 +123,7 @@ async def _start_admin(running: RunningGateway, metrics: Metrics, decisions: Dec
     app = api.app()
     config_path = source.path if isinstance(source, FileSource) else None
     Playground(running.gateway, decisions, config_path).mount(app)
+    running.admin_host = split_listen(config.admin.listen)[0]
     running.admin_runner, running.admin_port = await _listen(
         app, config.admin.listen, reuse_port, 1.0)
 
@@ -179,7 +182,8 @@ def run(make_source: SourceFactory, listen: str | None = None, workers: int = 1,
     own_dir = metrics_dir is None
     if own_dir:
         metrics_dir = tempfile.mkdtemp(prefix="semproxy-metrics-")
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+    assert metrics_dir is not None
+    use_multiprocess_dir(metrics_dir)
     try:
         return _run_workers(make_source, f"{host}:{port}", workers)
     finally:

@@ -1,0 +1,93 @@
+"""GET /metrics on the admin listener: every family the issue lists, with its labels."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import aiohttp
+import pytest
+from tests.conftest import chat, instance, route_config
+from tests.fakes import FakeEmbeddings, FakeLLM
+
+from .conftest import ServeFactory, sample, scrape, with_admin
+
+CHAT = "/v1/chat/completions"
+@pytest.fixture
+async def upstreams() -> AsyncIterator[tuple[FakeEmbeddings, FakeLLM, FakeLLM, FakeLLM]]:
+    async with FakeEmbeddings() as embed, FakeLLM("default") as default, \
+            FakeLLM("code") as code, FakeLLM("translate") as translate:
+        yield embed, default, code, translate
+
+
+async def test_metrics_cover_requests_latency_tokens_semantic_and_config(
+    serve_file: ServeFactory, http: aiohttp.ClientSession,
+    upstreams: tuple[FakeEmbeddings, FakeLLM, FakeLLM, FakeLLM],
+) -> None:
+    embed, default, code, translate = upstreams
+    config = route_config(
+        [instance("default", default.url),
+         instance("code", code.url, examples=["write a python function"]),
+         instance("translate", translate.url, examples=["translate into french"])],
+        route_id="sem", fallback_strategy="http_5xx",
+        balancer={"algorithm": "semantic", "threshold": 0.5},
+        embeddings={"provider": "openai-compatible", "override": {"endpoint": embed.url}})
+    served = await serve_file(with_admin(config))
+    code.fail_next = [503]
+    for text in ("python code", "python code", "what is the weather"):
+        async with http.post(served.url + CHAT, json=chat(text)) as resp:
+            assert resp.status == 200
+    stream = chat("translate to french", stream=True, stream_options={"include_usage": True})
+    async with http.post(served.url + CHAT, json=stream) as resp:
+        assert resp.status == 200
+        await resp.read()
+
+    m = await scrape(http, served.admin)
+    # The first "python code" failed over from code (503) to the next candidate.
+    fallback_target = next(dict(ls)["target"] for (n, ls) in m
+                           if n == "semproxy_failovers_total")
+    assert sample(m, "semproxy_failovers_total", route="sem", source="code",
+                 target=fallback_target, cause="http_503") == 1
+    assert sample(m, "semproxy_requests_total", route="sem", instance="code", status="200") == 1
+    assert sample(m, "semproxy_requests_total", route="sem", instance="default",
+                 status="200") == 1 + (fallback_target == "default")
+    assert sample(m, "semproxy_requests_total", route="sem", instance="translate",
+                 status="200") == 1
+    assert sample(m, "semproxy_request_duration_seconds_count", route="sem") == 4
+    assert sample(m, "semproxy_upstream_duration_seconds_count", route="sem",
+                 instance="code") == 2
+    assert sample(m, "semproxy_upstream_attempts_total", route="sem", instance="code",
+                 outcome="http_503") == 1
+    # Time to first token is a stream measure: only the translate stream has one.
+    assert sample(m, "semproxy_time_to_first_token_seconds_count", route="sem",
+                 instance="translate") == 1
+    assert not any(n.startswith("semproxy_time_to_first_token") and ("instance", "code") in ls
+                   for (n, ls) in m)
+    # Tokens come from upstream usage, the stream's final usage event included.
+    assert sample(m, "semproxy_tokens_total", route="sem", instance="translate",
+                 kind="completion") > 0
+    assert sample(m, "semproxy_tokens_total", route="sem", instance="code", kind="total") > 0
+    assert sample(m, "semproxy_semantic_decisions_total", route="sem", instance="code",
+                 reason="matched") == 2
+    assert sample(m, "semproxy_semantic_decisions_total", route="sem", instance="default",
+                 reason="below_threshold") == 1
+    assert sample(m, "semproxy_embedding_duration_seconds_count", route="sem") == 4
+    # The repeated prompt is served from the embedding cache.
+    assert sample(m, "semproxy_embedding_cache_total", result="hit") == 1
+    assert sample(m, "semproxy_embedding_cache_total", result="miss") == 3
+    assert sample(m, "semproxy_embedding_breaker_state") == 0  # closed
+    for name in ("default", "code", "translate"):
+        assert sample(m, "semproxy_instance_healthy", route="sem", instance=name) == 1
+    version = served.running.gateway.table.version
+    assert sample(m, "semproxy_config_info", version=version) == 1
+    assert sample(m, "semproxy_config_reload_failures_total") == 0
+    assert sample(m, "semproxy_config_source_up") == 1
+
+
+async def test_metrics_need_the_admin_key(
+    serve_file: ServeFactory, http: aiohttp.ClientSession,
+) -> None:
+    served = await serve_file(with_admin(route_config([instance("a")])))
+    async with http.get(f"{served.admin}/metrics") as resp:
+        assert resp.status == 401
+    async with http.get(f"{served.url}/metrics") as resp:
+        assert resp.status == 404  # not on the public listener
