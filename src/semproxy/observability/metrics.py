@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -91,32 +92,42 @@ class Metrics:
                                registry=r, multiprocess_mode="min")
         self.source_up.set(1)
         self._version: str | None = None
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
 
     # -- RequestObserver ---------------------------------------------------
+    def _child(self, metric: Any, *labels: str) -> Any:
+        """The labelled series, looked up once: `labels()` costs microseconds per call
+        (validation, a lock, a dict), which adds up at several series per request."""
+        key = (id(metric), labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
+
     def on_attempt(self, route: str, instance: str, outcome: str, seconds: float) -> None:
-        self.attempts.labels(route, instance, outcome).inc()
-        self.upstream.labels(route, instance).observe(seconds)
+        self._child(self.attempts, route, instance, outcome).inc()
+        self._child(self.upstream, route, instance).observe(seconds)
 
     def on_fallback(self, route: str, source: str, target: str, cause: str) -> None:
         self.failovers.labels(route, source, target, cause).inc()
 
     def on_semantic(self, route: str, decision: Decision) -> None:
-        self.semantic.labels(route, decision.pick, decision.reason).inc()
+        self._child(self.semantic, route, decision.pick, decision.reason).inc()
 
     # -- the rest of the gateway -------------------------------------------
     def on_embedding(self, route: str, seconds: float, cache_hit: bool | None) -> None:
-        self.embedding.labels(route).observe(seconds)
+        self._child(self.embedding, route).observe(seconds)
         if cache_hit is not None:
-            self.cache.labels("hit" if cache_hit else "miss").inc()
+            self._child(self.cache, "hit" if cache_hit else "miss").inc()
 
     def on_response(self, route: str, instance: str, status: int, seconds: float,
                     ttft: float | None, usage: Mapping[str, int] | None) -> None:
-        self.requests.labels(route, instance, str(status)).inc()
-        self.latency.labels(route).observe(seconds)
+        self._child(self.requests, route, instance, str(status)).inc()
+        self._child(self.latency, route).observe(seconds)
         if ttft is not None:
-            self.ttft.labels(route, instance).observe(ttft)
+            self._child(self.ttft, route, instance).observe(ttft)
         for kind, count in (usage or {}).items():
-            self.tokens.labels(route, instance, kind).inc(count)
+            self._child(self.tokens, route, instance, kind).inc(count)
 
     def on_health(self, route: str, instance: str, healthy: bool) -> None:
         self.healthy.labels(route, instance).set(1 if healthy else 0)
