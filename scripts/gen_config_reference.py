@@ -385,8 +385,10 @@ NOTES: dict[str, tuple[str, str]] = {
     "SemanticOpts.fallback": ("Name of the catchall instance.", "兜底实例的名称。"),
     "SemanticOpts.embeddings": ("Embedding model.", "向量模型。"),
     # Logging
-    "Logging.summaries": ("Accepted for APISIX compatibility; the access log line is always "
-                          "written.", "为兼容 APISIX 而接受；访问日志总会写入。"),
+    "Logging.summaries": ("Keep this route's access log line (model, status, latency, tokens) "
+                          "even when the gateway runs with --no-access-log.",
+                          "即使网关以 --no-access-log 运行，也保留该路由的访问日志行"
+                          "（模型、状态、延迟、token 数）。"),
     "Logging.payloads": ("Add request and response bodies (first 4 KiB) to the access log.",
                          "在访问日志中加入请求体和响应体（前 4 KiB）。"),
     # AIProxy

@@ -18,7 +18,7 @@ from semproxy.observability.logging import setup_logging
 
 def make_source(args: argparse.Namespace) -> ConfigSource:
     if args.etcd:
-        return EtcdSource(args.etcd, args.prefix, args.listen)
+        return EtcdSource(args.etcd, args.prefix)
     return FileSource(args.config)
 
 

@@ -87,8 +87,7 @@ class FileSource:
         return None
 
 
-def document_from_etcd(items: list[tuple[str, str]], prefix: str, listen: str | None
-                       ) -> dict[str, Any]:
+def document_from_etcd(items: list[tuple[str, str]], prefix: str) -> dict[str, Any]:
     """Assemble one config document from `{prefix}/global` and `{prefix}/routes/<id>` keys."""
     doc: dict[str, Any] = {}
     routes = []
@@ -99,20 +98,17 @@ def document_from_etcd(items: list[tuple[str, str]], prefix: str, listen: str | 
         elif rel.startswith("routes/"):
             routes.append(parse_document(value, key))
     doc["routes"] = routes
-    if listen:
-        doc["listen"] = listen
     return doc
 
 
 class EtcdSource:
     """Routes stored one key each under a prefix (as APISIX stores its routes)."""
 
-    def __init__(self, endpoint: str, prefix: str, listen: str | None = None,
+    def __init__(self, endpoint: str, prefix: str,
                  backoff_max_s: float = 2.0) -> None:
         self.client = EtcdClient(endpoint)
         self.prefix = prefix.rstrip("/")
         self.description = f"etcd {endpoint} {self.prefix}"
-        self._listen = listen
         self._revision = 0
         self._backoff_max = backoff_max_s
         self.connected = False
@@ -125,7 +121,9 @@ class EtcdSource:
             raise SourceError(str(exc)) from exc
         self.connected = True
         self._revision = revision
-        doc = document_from_etcd([(kv.key, kv.value) for kv in kvs], self.prefix, self._listen)
+        # The replica's own --listen is applied by the runner, never written into the
+        # document: admin writes save this document back to etcd for every replica.
+        doc = document_from_etcd([(kv.key, kv.value) for kv in kvs], self.prefix)
         return await asyncio.to_thread(load_data, doc)
 
     async def changes(self) -> AsyncIterator[None]:
