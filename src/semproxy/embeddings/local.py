@@ -79,7 +79,7 @@ def load_model() -> Any:
     )
 
 
-def embed_with(model: Any, texts: Sequence[str]) -> Vectors:
+def embed_with(model: Any, texts: Sequence[str], tokens: WordTokens | None = None) -> Vectors:
     """Embed `texts` with a loaded model (blocking); float32 (len(texts), MODEL_DIM).
 
     Blank (empty or whitespace-only) texts map to the zero vector. wordllama
@@ -91,7 +91,7 @@ def embed_with(model: Any, texts: Sequence[str]) -> Vectors:
     out = np.zeros((len(texts), MODEL_DIM), dtype=np.float32)
     keep = [i for i, text in enumerate(texts) if text.strip()]
     if len(keep) == 1:
-        out[keep[0]] = embed_one(model, texts[keep[0]])
+        out[keep[0]] = embed_one(model, texts[keep[0]], tokens)
     elif keep:
         out[keep] = model.embed([texts[i] for i in keep])
     if not np.isfinite(out).all():
@@ -99,18 +99,58 @@ def embed_with(model: Any, texts: Sequence[str]) -> Vectors:
     return out
 
 
-def embed_one(model: Any, text: str) -> Vectors:
+class WordTokens:
+    """Token ids of a text, built from cached per-word ids where that is exact.
+
+    The model's tokenizer has no pre-tokenizer: it turns every space into "▁"
+    and runs BPE over the whole string. No vocabulary entry has "▁" inside it
+    except pure runs of "▁", so no merge can cross a single space and a text
+    with single spaces tokenizes as the concatenation of its words, each
+    encoded alone. Double, leading or trailing spaces form such runs, so those
+    texts go to the tokenizer whole. Checked on 25,009 CLINC150 and BANKING77
+    prompts: identical ids. A per-request prompt then costs a few dict lookups
+    instead of a tokenizer call (measured: 12.4 -> 4.5 us for 70 characters).
+    """
+
+    def __init__(self, tokenizer: Any, max_words: int = 65536) -> None:
+        self._tokenizer = tokenizer
+        self._words: dict[str, list[int]] = {}
+        self._max_words = max_words
+
+    def _encode(self, text: str) -> list[int]:
+        ids: list[int] = self._tokenizer.encode(text, add_special_tokens=False).ids
+        return ids
+
+    def ids(self, text: str) -> list[int]:
+        if "  " in text or text[:1] == " " or text[-1:] == " ":
+            return self._encode(text)
+        out: list[int] = []
+        words = self._words
+        for word in text.split(" "):
+            cached = words.get(word)
+            if cached is None:
+                if len(words) >= self._max_words:
+                    words.clear()  # crude bound; the common words come back at once
+                cached = words[word] = self._encode(word)
+            out += cached
+        return out
+
+
+def embed_one(model: Any, text: str, tokens: WordTokens | None = None) -> Vectors:
     """One text, the way `model.embed` does it (mean of its token vectors), minus the
     batching machinery: `encode` of a single text skips the padded batch arrays,
     which halves the cost of the per-request case (measured: 69 -> 32 us for a
     70-character prompt; the same vector to the last bit).
     """
-    ids = model.tokenizer.encode(text, add_special_tokens=False).ids
+    ids = tokens.ids(text) if tokens is not None else \
+        model.tokenizer.encode(text, add_special_tokens=False).ids
     table = model.embedding
     if not ids:
         return np.zeros(MODEL_DIM, dtype=np.float32)
-    rows = table[np.clip(np.asarray(ids, dtype=np.intp), 0, table.shape[0] - 1)]
-    return np.asarray(rows.mean(axis=0, dtype=np.float32), dtype=np.float32)
+    if max(ids) >= table.shape[0]:
+        # wordllama clamps ids past its table to the last row; do the same.
+        ids = [min(i, table.shape[0] - 1) for i in ids]
+    return np.asarray(table[ids].mean(axis=0, dtype=np.float32), dtype=np.float32)
 
 
 def is_small_batch(texts: Sequence[str]) -> bool:
@@ -125,6 +165,7 @@ class LocalEmbedder:
 
     def __init__(self) -> None:
         self._model: Any = None
+        self._tokens: WordTokens | None = None
 
     async def warm(self) -> None:
         """Load the model in a worker thread, so startup never blocks the loop.
@@ -135,6 +176,7 @@ class LocalEmbedder:
         if self._model is None:
             try:
                 self._model = await asyncio.to_thread(load_model)
+                self._tokens = WordTokens(self._model.tokenizer)
             except Exception as exc:  # any load failure (missing file, bad weights)
                 raise EmbeddingError(f"cannot load the wordllama model: {exc}") from exc
 
@@ -144,7 +186,7 @@ class LocalEmbedder:
         batch = list(texts)
         try:
             if is_small_batch(batch):
-                return embed_with(self._model, batch)
+                return embed_with(self._model, batch, self._tokens)
             return await asyncio.to_thread(embed_with, self._model, batch)
         except EmbeddingError:
             raise

@@ -83,6 +83,11 @@ class PromptScorer:
     def names(self) -> tuple[str, ...]:
         return tuple(i.name for i in self.instances)
 
+    @property
+    def current(self) -> References | None:
+        """The reference vectors in use now (None before the first build)."""
+        return self._refs
+
     async def references(self) -> References:
         """The reference matrix, built once; concurrent first requests share one build."""
         if self._refs is not None:

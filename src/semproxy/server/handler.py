@@ -87,12 +87,11 @@ async def decide(route: RouteState, payload: dict[str, Any], observer: RequestOb
                  ) -> Decision:
     assert route.semantic is not None
     started = time.monotonic()
-    hits = route.semantic.cache_hits()
+    hits = route.semantic.hits
     decision = await route.semantic.decide(routing_text(payload))
     if decision.ranking:
-        after = route.semantic.cache_hits()
-        hit = None if hits is None or after is None else after > hits
-        observer.on_embedding(route.spec.id, time.monotonic() - started, hit)
+        observer.on_embedding(route.spec.id, time.monotonic() - started,
+                              route.semantic.hits > hits)
     observer.on_semantic(route.spec.id, decision)
     return decision
 

@@ -7,6 +7,7 @@ that started on it; a reload builds a new table and swaps it in whole.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -17,7 +18,7 @@ from semproxy.balancer.priority import build_picker
 from semproxy.balancer.semantic import NO_USER_TEXT, Decision, decide, fallback
 from semproxy.config.runtime import GatewayConfig, InstanceSpec, RouteSpec, SemanticSpec
 from semproxy.embeddings.factory import EmbedderPool
-from semproxy.embeddings.scorer import PromptScorer, ScoredInstance
+from semproxy.embeddings.scorer import PromptScorer, References, ScoredInstance
 from semproxy.errors import EmbeddingError, MethodNotAllowedError, NotFoundError
 from semproxy.health.active import ActiveChecker
 from semproxy.health.state import HealthState
@@ -66,14 +67,41 @@ class SemanticSelector:
              for i in with_examples],
             pool.get(spec.embeddings), spec.aggregation, spec.k, spec.center,
         )
-        self.cache = pool.caches.get(spec.embeddings.fingerprint)
+        # A repeated prompt gets the decision it got before, as long as the
+        # reference vectors it was scored against are still the current ones:
+        # no embedding, no matrix product. Only scored decisions are kept;
+        # failures are retried on the next request.
+        self._decisions: OrderedDict[str, tuple[References, Decision]] = OrderedDict()
+        self._max_decisions = spec.embeddings.cache_size
+        self.hits = 0
 
-    def cache_hits(self) -> int | None:
-        return self.cache.hits if self.cache is not None else None
+    def _remembered(self, text: str) -> Decision | None:
+        entry = self._decisions.get(text)
+        if entry is None or entry[0] is not self.scorer.current:
+            return None
+        self._decisions.move_to_end(text)
+        self.hits += 1
+        return entry[1]
+
+    def _remember(self, text: str, refs: References, decision: Decision) -> None:
+        if self._max_decisions <= 0:
+            return
+        self._decisions[text] = (refs, decision)
+        if len(self._decisions) > self._max_decisions:
+            self._decisions.popitem(last=False)
 
     async def decide(self, text: str) -> Decision:
         if not text:
             return fallback(self.spec.catchall, NO_USER_TEXT)
+        decision = self._remembered(text)
+        if decision is None:
+            decision = await self._score(text)
+        if decision.ranking and not decision.matched:
+            log.warning("semantic routing: no instance cleared threshold (scores: %s), "
+                        "falling back", decision.scores_text())
+        return decision
+
+    async def _score(self, text: str) -> Decision:
         try:
             refs, scores, negative = await self.scorer.score(text)
         except EmbeddingError as exc:
@@ -86,9 +114,7 @@ class SemanticSelector:
             return fallback(self.spec.catchall, "embedding_error")
         decision = decide(refs.names, scores, refs.thresholds, self.spec.catchall,
                           min_margin=self.spec.min_margin, negative=negative)
-        if not decision.matched:
-            log.warning("semantic routing: no instance cleared threshold (scores: %s), "
-                        "falling back", decision.scores_text())
+        self._remember(text, refs, decision)
         return decision
 
 
