@@ -129,7 +129,7 @@ def _quality_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     ev.add_argument("--aggregation", default="max_local_centroid",
                     choices=["max", "top_k_mean", "max_centroid", "max_local_centroid"],
                     help="(--clinc150)")
-    ev.add_argument("--nearest", type=int, default=5,
+    ev.add_argument("--nearest", type=int, default=4,
                     help="balancer k: examples per instance for top_k_mean and the local "
                          "centroid of max_local_centroid (--clinc150)")
     ev.add_argument("--no-center", dest="center", action="store_false", help="(--clinc150)")

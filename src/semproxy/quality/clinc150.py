@@ -72,10 +72,10 @@ def labelled_lines(dataset: dict[str, Any], split: str = "val") -> list[bytes]:
 
 
 # The converter's scoring defaults, the most accurate measured on CLINC150
-# (docs/en/routing-quality.md): best example + centroid + centroid of the 5
+# (docs/en/routing-quality.md): best example + centroid + centroid of the 4
 # nearest examples, on centred vectors.
 DEFAULT_AGGREGATION = "max_local_centroid"
-DEFAULT_NEAREST = 5
+DEFAULT_NEAREST = 4
 
 
 def convert(source: str | Path, out_dir: str | Path, k: int, seed: int = 0,
