@@ -118,8 +118,9 @@ def _segment_local_centroid(sims: FloatArray, starts: IntArray, k: int,
     step = max(1, _GATHER_LIMIT // max(1, len(picks) * refs.shape[1]))
     for lo in range(0, rows, step):
         block = sims[lo:lo + step]
-        # Equal cosines within an instance are interchangeable (same dot product),
-        # so the faster unstable sort is fine.
+        # The default (unstable) sort is 3-4x faster than a stable one. It only
+        # matters for exact ties between different examples, and it orders a
+        # given row the same way in a batch as alone.
         nearest = np.argsort(keys - block, axis=-1)[:, picks]
         dots = np.take_along_axis(block, nearest, axis=-1) @ owner.T
         lengths = np.linalg.norm(owner @ refs[nearest], axis=-1).astype(np.float64)
