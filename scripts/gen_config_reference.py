@@ -353,9 +353,18 @@ NOTES: dict[str, tuple[str, str]] = {
                            "算作匹配的默认最低分。"),
     "Balancer.expose_scores": ("Send the `X-AI-Semantic-*` headers. For tuning only.",
                                "发送 `X-AI-Semantic-*` 响应头。仅用于调试。"),
-    "Balancer.aggregation": ("How an instance's example cosines become its score.",
-                             "如何把一个实例各示例的余弦值合成为它的得分。"),
-    "Balancer.k": ("Examples averaged by `top_k_mean`.", "`top_k_mean` 平均的示例数。"),
+    "Balancer.aggregation": ("How an instance's example cosines become its score: the best "
+                             "one (`max`), the mean of the best k (`top_k_mean`), the mean "
+                             "of the best and the centroid (`max_centroid`), or thirds of "
+                             "the best, the centroid and the centroid of the k nearest "
+                             "examples (`max_local_centroid`).",
+                             "如何把一个实例各示例的余弦值合成为它的得分：最高的一个"
+                             "（`max`）、最高 k 个的平均（`top_k_mean`）、最高值与质心的"
+                             "平均（`max_centroid`），或最高值、质心与最近 k 个示例的质心"
+                             "各占三分之一（`max_local_centroid`）。"),
+    "Balancer.k": ("Examples averaged by `top_k_mean`; nearest examples whose centroid "
+                   "`max_local_centroid` uses.",
+                   "`top_k_mean` 平均的示例数；`max_local_centroid` 取其质心的最近示例数。"),
     "Balancer.min_margin": ("Send near-ties (winner leads by less) to the catchall; 0 = off.",
                             "领先第二名不足该值时交给兜底实例；0 表示关闭。"),
     "Balancer.center": ("Subtract the mean example direction before comparing; rescales "

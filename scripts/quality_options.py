@@ -36,6 +36,12 @@ VARIANTS: list[tuple[str, dict[str, Any]]] = [
      {"aggregation": "max_centroid", "center": True, "min_margin": 0.02}),
     ("max_centroid + center, 16 oos negatives",
      {"aggregation": "max_centroid", "center": True, "negatives": 16}),
+    ("max_local_centroid k=3 + center",
+     {"aggregation": "max_local_centroid", "k": 3, "center": True}),
+    ("max_local_centroid k=4 + center",
+     {"aggregation": "max_local_centroid", "k": 4, "center": True}),
+    ("max_local_centroid k=5 + center",
+     {"aggregation": "max_local_centroid", "k": 5, "center": True}),
 ]
 
 

@@ -126,8 +126,12 @@ def _quality_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
                     help="build a route and labelled file from clinc150_train_val.json, then eval")
     ev.add_argument("--k", type=int, default=16, help="examples per domain (with --clinc150)")
     ev.add_argument("--seed", type=int, default=0, help="example sampling seed (--clinc150)")
-    ev.add_argument("--aggregation", default="max_centroid",
-                    choices=["max", "top_k_mean", "max_centroid"], help="(--clinc150)")
+    ev.add_argument("--aggregation", default="max_local_centroid",
+                    choices=["max", "top_k_mean", "max_centroid", "max_local_centroid"],
+                    help="(--clinc150)")
+    ev.add_argument("--nearest", type=int, default=4,
+                    help="balancer k: examples per instance for top_k_mean and the local "
+                         "centroid of max_local_centroid (--clinc150)")
     ev.add_argument("--no-center", dest="center", action="store_false", help="(--clinc150)")
     ev.add_argument("--out", default="build/clinc150",
                     help="where --clinc150 writes its config and data")

@@ -137,7 +137,8 @@ def test_max_centroid_of_cancelling_examples_keeps_the_best_half() -> None:
     assert scores.tolist() == pytest.approx([0.5])
 
 
-@pytest.mark.parametrize("aggregation", ["max", "top_k_mean", "max_centroid"])
+@pytest.mark.parametrize("aggregation", ["max", "top_k_mean", "max_centroid",
+                                         "max_local_centroid"])
 def test_a_batch_scores_each_prompt_like_one_at_a_time(aggregation: str) -> None:
     rng = np.random.default_rng(0)
     refs = normalize(rng.normal(size=(9, 4)))
@@ -148,3 +149,52 @@ def test_a_batch_scores_each_prompt_like_one_at_a_time(aggregation: str) -> None
     for row, prompt in zip(batch, prompts, strict=True):
         single = instance_scores(prompt, refs, bounds, aggregation=aggregation, k=2)
         np.testing.assert_allclose(row, single, rtol=1e-6, atol=1e-6)
+
+
+def test_max_local_centroid_is_thirds_of_best_centroid_and_nearest_k() -> None:
+    # One instance, examples [1,0], [0.6,0.8], [0,1], [-1,0]; prompt [1,0]; k=2.
+    # best 1.0; centroid of all: sum [0.6,1.8], cosine 0.6/sqrt(3.6);
+    # nearest two are [1,0] and [0.6,0.8]: sum [1.6,0.8], cosine 1.6/sqrt(3.2).
+    refs = normalize([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0], [-1.0, 0.0]])
+    scores = instance_scores(normalize([1.0, 0.0]), refs, [0, 4],
+                             aggregation="max_local_centroid", k=2)
+    expected = (1.0 + 0.6 / math.sqrt(3.6) + 1.6 / math.sqrt(3.2)) / 3
+    assert scores.tolist() == pytest.approx([expected])
+
+
+def test_max_local_centroid_with_k_over_the_example_count_uses_them_all() -> None:
+    # b has one example: best, centroid and local centroid are all its cosine 0.6.
+    refs = normalize([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
+    scores = instance_scores(normalize([1.0, 0.0]), refs, [0, 2, 3],
+                             aggregation="max_local_centroid", k=5)
+    # a: best 1, centroid = local centroid (both examples) = sqrt(0.5).
+    assert scores.tolist() == pytest.approx([(1 + 2 * math.sqrt(0.5)) / 3, 0.6])
+
+
+def test_max_local_centroid_picks_each_instances_own_nearest() -> None:
+    # Instances are ranked within themselves, never across: "b" keeps its
+    # own best pair although "a" holds the globally nearest examples.
+    refs = normalize([[1.0, 0.0], [1.0, 0.1], [0.0, 1.0], [0.2, 1.0], [1.0, 1.0]])
+    prompt = normalize([1.0, 0.0])
+    scores = instance_scores(prompt, refs, [0, 2, 5], aggregation="max_local_centroid", k=2)
+    b = refs[2:5]
+    sims = b @ prompt
+    top2 = b[np.argsort(-sims)[:2]].sum(axis=0)
+    local = float(top2 @ prompt / np.linalg.norm(top2))
+    centroid = float(b.sum(axis=0) @ prompt / np.linalg.norm(b.sum(axis=0)))
+    assert scores[1] == pytest.approx((sims.max() + centroid + local) / 3)
+
+
+def test_max_local_centroid_batches_in_chunks_like_one_at_a_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from semproxy.balancer import similarity
+    monkeypatch.setattr(similarity, "_GATHER_LIMIT", 1)  # one prompt row per chunk
+    rng = np.random.default_rng(1)
+    refs = normalize(rng.normal(size=(12, 4)))
+    prompts = normalize(rng.normal(size=(7, 4)))
+    bounds = [0, 5, 5, 9, 12]
+    chunked = instance_scores(prompts, refs, bounds, aggregation="max_local_centroid", k=3)
+    monkeypatch.setattr(similarity, "_GATHER_LIMIT", 1 << 22)
+    whole = instance_scores(prompts, refs, bounds, aggregation="max_local_centroid", k=3)
+    np.testing.assert_allclose(chunked, whole, rtol=1e-6, atol=1e-6)
+    assert np.isneginf(whole[:, 1]).all()

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from semproxy.config.loader import load_file
 from semproxy.quality.clinc150 import CATCHALL, convert, domain_examples, route_config
@@ -53,3 +54,17 @@ def test_convert_writes_a_loadable_route_and_labelled_val(small: dict[str, Any],
 def test_same_seed_same_route(small: dict[str, Any]) -> None:
     assert route_config(small, 4, 3, "max", False) == route_config(small, 4, 3, "max", False)
     assert route_config(small, 4, 3, "max", False) != route_config(small, 4, 4, "max", False)
+
+
+def test_convert_defaults_to_the_local_centroid_with_four_nearest(
+        small: dict[str, Any], tmp_path: Path) -> None:
+    source = tmp_path / "slice.json"
+    source.write_text(json.dumps(small))
+    config_path, _ = convert(source, tmp_path / "out", k=4, seed=0)
+    semantic = load_file(config_path).routes[0].semantic
+    assert semantic is not None
+    assert (semantic.aggregation, semantic.k, semantic.center) == ("max_local_centroid", 4, True)
+    # An aggregation that ignores k does not get one written.
+    config_path, _ = convert(source, tmp_path / "max", k=4, aggregation="max_centroid")
+    raw = yaml.safe_load(config_path.read_text())
+    assert "k" not in raw["routes"][0]["plugins"]["ai-proxy-multi"]["balancer"]

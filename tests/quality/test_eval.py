@@ -62,12 +62,14 @@ PROMPTS = [f"{lead} {topic}" for lead in (
     "plan a trip to paris", "learn the guitar", "fix a javascript error", "roast a chicken")]
 
 
-async def test_batched_routing_decides_exactly_like_the_gateway(config_dict: dict[str, Any]
-                                                                ) -> None:
+@pytest.mark.parametrize("aggregation", ["max_centroid", "max_local_centroid"])
+async def test_batched_routing_decides_exactly_like_the_gateway(config_dict: dict[str, Any],
+                                                                aggregation: str) -> None:
     # Margin and negatives on, so every rule of `decide` is exercised on both paths.
     plugin = config_dict["routes"][0]["plugins"]["ai-proxy-multi"]
     plugin["balancer"]["min_margin"] = 0.05
-    plugin["balancer"]["aggregation"] = "max_centroid"
+    plugin["balancer"]["aggregation"] = aggregation
+    plugin["balancer"]["k"] = 2
     plugin["balancer"]["center"] = True
     plugin["instances"][0]["negative_examples"] = ["fix a javascript error"]
     assert len(PROMPTS) == 50

@@ -131,7 +131,7 @@ class Balancer(Strict):
     key: str | None = None
     threshold: Threshold = 0.0
     expose_scores: bool = False
-    aggregation: Literal["max", "top_k_mean", "max_centroid"] = "max"
+    aggregation: Literal["max", "top_k_mean", "max_centroid", "max_local_centroid"] = "max"
     k: int = Field(default=3, ge=1, le=64)
     min_margin: float = Field(default=0.0, ge=0.0, le=2.0)
     # semproxy extension: subtract the mean example direction before comparing

@@ -42,8 +42,9 @@ def domain_examples(dataset: dict[str, Any], domain: str, k: int, rng: random.Ra
     return picked[:k]
 
 
-def route_config(dataset: dict[str, Any], k: int, seed: int, aggregation: str, center: bool
-                 ) -> dict[str, Any]:
+def route_config(dataset: dict[str, Any], k: int, seed: int, aggregation: str, center: bool,
+                 nearest: int | None = None) -> dict[str, Any]:
+    """The route as a config dict; `nearest` is the balancer's `k` (left out when None)."""
     rng = random.Random(seed)
     instances: list[dict[str, Any]] = [
         {"name": domain, "provider": "echo", "weight": 1, "options": {"model": domain},
@@ -54,6 +55,8 @@ def route_config(dataset: dict[str, Any], k: int, seed: int, aggregation: str, c
                       "options": {"model": "general"}, "catchall": True})
     balancer: dict[str, Any] = {"algorithm": "semantic", "threshold": -1.0,
                                 "aggregation": aggregation}
+    if nearest is not None:
+        balancer["k"] = nearest
     if center:
         balancer["center"] = True
     return {"listen": "127.0.0.1:9080", "routes": [{
@@ -68,15 +71,29 @@ def labelled_lines(dataset: dict[str, Any], split: str = "val") -> list[bytes]:
     return [orjson.dumps(r) for r in rows]
 
 
+# The converter's scoring defaults, the most accurate measured on CLINC150
+# (docs/en/routing-quality.md): best example + centroid + centroid of the 4
+# nearest examples, on centred vectors.
+DEFAULT_AGGREGATION = "max_local_centroid"
+DEFAULT_NEAREST = 4
+
+
 def convert(source: str | Path, out_dir: str | Path, k: int, seed: int = 0,
-            aggregation: str = "max_centroid", center: bool = True) -> tuple[Path, Path]:
-    """Write `clinc150-k{k}.yaml` and `clinc150-val.jsonl` into out_dir; return both paths."""
+            aggregation: str = DEFAULT_AGGREGATION, center: bool = True,
+            nearest: int | None = DEFAULT_NEAREST) -> tuple[Path, Path]:
+    """Write `clinc150-k{k}.yaml` and `clinc150-val.jsonl` into out_dir; return both paths.
+
+    `nearest` (the balancer's `k`) is written only for aggregations that read it.
+    """
+    if aggregation not in ("top_k_mean", "max_local_centroid"):
+        nearest = None
     dataset = orjson.loads(Path(source).read_bytes())
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     config = out / f"clinc150-k{k}.yaml"
     config.write_text(HEADER.format(k=k, seed=seed) + yaml.safe_dump(
-        route_config(dataset, k, seed, aggregation, center), sort_keys=False, width=100),
+        route_config(dataset, k, seed, aggregation, center, nearest), sort_keys=False,
+        width=100),
         encoding="utf-8")
     data = out / "clinc150-val.jsonl"
     data.write_bytes(b"\n".join(labelled_lines(dataset)) + b"\n")
