@@ -172,7 +172,12 @@ def run_worker(make_source: SourceFactory, listen: str | None, reuse_port: bool)
         uvloop.install()
     except ImportError:  # uvloop is optional on platforms without it
         pass
-    asyncio.run(serve_forever(make_source, listen, reuse_port))
+    try:
+        asyncio.run(serve_forever(make_source, listen, reuse_port))
+    finally:
+        # Forked workers leave through os._exit, which skips logging's atexit
+        # flush: write out what is still buffered.
+        logging.shutdown()
 
 
 def run(make_source: SourceFactory, listen: str | None = None, workers: int = 1,
