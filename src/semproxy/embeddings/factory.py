@@ -1,6 +1,6 @@
 """Build the embedder chain a route's `embeddings` block asks for.
 
-local:  cache -> in-process model
+local:  the in-process model (repeats are served by the selector's decision cache)
 remote: cache -> circuit breaker -> provider HTTP call
 Routes of one config version with the same embeddings block share one chain
 (and so one prompt cache and one breaker).
@@ -35,12 +35,14 @@ class EmbedderPool:
     def _build(self, spec: EmbeddingSpec) -> Embedder:
         inner: Embedder
         if spec.client is None or spec.target is None:
-            inner = LocalEmbedder()
-        else:
-            remote = RemoteEmbedder(spec.client, spec.target, self._clients, spec.fingerprint)
-            breaker = CircuitBreaker(spec.breaker_failures, spec.breaker_cooldown_s)
-            self.breakers[spec.fingerprint] = breaker
-            inner = BreakerEmbedder(remote, breaker)
+            # No vector cache in front of the in-process model: a lookup costs about
+            # as much as the embedding itself, and repeated prompts are answered
+            # earlier, by the selector's decision cache.
+            return LocalEmbedder()
+        remote = RemoteEmbedder(spec.client, spec.target, self._clients, spec.fingerprint)
+        breaker = CircuitBreaker(spec.breaker_failures, spec.breaker_cooldown_s)
+        self.breakers[spec.fingerprint] = breaker
+        inner = BreakerEmbedder(remote, breaker)
         if spec.cache_size == 0:
             return inner
         cached = CachedEmbedder(inner, spec.cache_size)

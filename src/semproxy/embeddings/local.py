@@ -182,7 +182,8 @@ class LocalEmbedder:
 
     async def embed(self, texts: Sequence[str]) -> Vectors:
         """Embed inline for small batches, in a worker thread for large ones."""
-        await self.warm()
+        if self._model is None:
+            await self.warm()
         batch = list(texts)
         try:
             if is_small_batch(batch):

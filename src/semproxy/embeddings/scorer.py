@@ -78,6 +78,8 @@ class PromptScorer:
         self._center = center
         self._refs: References | None = None
         self._building: asyncio.Future[References] | None = None
+        self._lean = (aggregation == "max" and not center
+                      and not any(i.negative_examples for i in self.instances))
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -125,9 +127,26 @@ class PromptScorer:
         )
 
     async def score(self, text: str) -> tuple[References, np.ndarray, np.ndarray | None]:
-        """Scores of every instance with examples (and of their negatives, if any)."""
-        refs, scores, negative = await self.score_many([text])
-        return refs, scores[0], None if negative is None else negative[0]
+        """Scores of every instance with examples (and of their negatives, if any).
+
+        The common configuration (best-example scores, no centring, no negative
+        examples) takes a lean path with the very same arithmetic as
+        `score_many`, minus its generality: one prompt costs a few microseconds
+        of numpy instead of tens.
+        """
+        refs = self._refs
+        if refs is None or not self._lean:
+            refs, scores, negative = await self.score_many([text])
+            return refs, scores[0], None if negative is None else negative[0]
+        vectors = await self._embedder.embed((text,))
+        if vectors.ndim != 2 or vectors.shape != (1, refs.dim):
+            self._refs = None
+            raise EmbeddingError(
+                f"prompt embedding has dimension {vectors.shape[-1]}, references {refs.dim}",
+                "dimension_mismatch",
+            )
+        sims = (normalize(vectors) @ refs.matrix.T).astype(np.float64)
+        return refs, np.maximum.reduceat(sims, refs.bounds[:-1], axis=-1)[0], None
 
     async def score_many(
         self, texts: Sequence[str]
