@@ -1,15 +1,13 @@
 """Micro-benchmark of one semantic routing decision, without any HTTP.
 
-A decision = embed the prompt (wordllama, in process) + normalise + score every
-instance (one matrix-vector product, max per instance) + rank/pick. Reported in
-microseconds per decision, p50 and p99, for several route sizes, with the embed
-step and the score+pick step also timed on their own.
+A decision = the gateway's own `SemanticSelector.decide` on a prompt it has not
+seen (embed in process + normalise + score every instance + rank/pick), on a
+route built from config by the gateway's loader. Reported in microseconds per
+decision, p50 and p99, for several route sizes; the embed step is also timed on
+its own, and "score+pick" is the difference.
 
     PYTHONPATH=src python bench/routing_micro.py [--quick] [--markdown]
 
-Uses semproxy.embeddings.local (load_model, embed_with) when it is importable,
-otherwise wordllama directly with the same settings; the vector math always
-comes from semproxy.balancer.similarity.
 """
 
 from __future__ import annotations
@@ -22,22 +20,22 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import pathlib
+import asyncio
+import logging
 import random
 import sys
 import time
 
 import numpy as np
 
-from semproxy.balancer.similarity import instance_scores, normalize, rank
+from semproxy.config.loader import load_data
+from semproxy.embeddings.factory import EmbedderPool
+from semproxy.embeddings.local import LocalEmbedder
+from semproxy.providers.http import HttpClients
+from semproxy.server.routes import RouteTable
 
-try:
-    from semproxy.embeddings.local import embed_with, load_model
-
-    EMBEDDER = "semproxy.embeddings.local (wordllama)"
-except ImportError:
-    load_model = None
-    EMBEDDER = "wordllama directly"
+EMBEDDER = "semproxy's in-process model (wordllama) through the gateway's SemanticSelector"
+logging.disable(logging.WARNING)  # the fallback warning per prompt is not what is timed here
 
 WORDS = (
     "python", "rust", "sql", "kubernetes", "invoice", "recipe", "poem", "contract", "tax",
@@ -51,16 +49,18 @@ VERBS = ("explain", "write", "fix", "summarize", "translate", "compare", "plan",
          "draft", "estimate", "debug", "describe")
 
 
-def get_model():
-    if load_model is not None:
-        return load_model(), lambda m, texts: embed_with(m, texts)
-    import wordllama
-    from wordllama import WordLlama
-
-    model = WordLlama.load(config="l2_supercat", dim=256,
-                           cache_dir=pathlib.Path(wordllama.__file__).parent,
-                           disable_download=True)
-    return model, lambda m, texts: m.embed(texts)
+def route_config(examples: list[list[str]], aggregation: str) -> dict:
+    """A semantic route as an operator would write it (echo instances: no network)."""
+    instances = [{"name": f"inst{k}", "provider": "echo", "weight": 1, "examples": group}
+                 for k, group in enumerate(examples)]
+    instances.append({"name": "default", "provider": "echo", "weight": 1, "catchall": True})
+    return {"routes": [{"id": "bench", "uri": "/v1/chat/completions", "plugins": {
+        "ai-proxy-multi": {
+            "balancer": {"algorithm": "semantic", "threshold": 0.3,
+                         "aggregation": aggregation},
+            # cache_size 0: every decision embeds and scores, as a cache miss does.
+            "embeddings": {"provider": "local", "cache_size": 0},
+            "instances": instances}}}]}
 
 
 def phrases(rng: random.Random, n: int, tag: str) -> list[str]:
@@ -73,36 +73,31 @@ def pcts(samples_ns: list[int]) -> tuple[float, float]:
     return float(np.percentile(arr, 50)), float(np.percentile(arr, 99))
 
 
-def bench(model, embed, n_inst: int, n_ex: int, iters: int, aggregation: str) -> dict:
+async def bench(n_inst: int, n_ex: int, iters: int, aggregation: str) -> dict:
+    """Time the gateway's own selector (the code a request runs), not a re-creation."""
     rng = random.Random(n_inst * 1000 + n_ex)
     examples = [phrases(rng, n_ex, f"i{k}x") for k in range(n_inst)]
-    flat = [e for group in examples for e in group]
-    refs = normalize(embed(model, flat))
-    bounds = np.arange(0, n_inst * n_ex + 1, n_ex)
-    names = [f"inst{k}" for k in range(n_inst)]
-    thresholds = [0.3] * n_inst
-    prompts = phrases(rng, 512, "p")
-
-    def score_pick(vec) -> str:
-        scores = instance_scores(normalize(vec), refs, bounds, aggregation=aggregation)
-        cleared, _ = rank(names, scores, thresholds)
-        return cleared[0][0] if cleared else "catchall"
-
+    table = RouteTable(load_data(route_config(examples, aggregation), env={}),
+                       EmbedderPool(HttpClients()))
+    await table.warm()
+    selector = table.by_id["bench"].semantic
+    assert selector is not None
+    embedder = LocalEmbedder()
+    prompts = phrases(rng, iters + 64, "p")
     for p in prompts[:64]:  # warm-up
-        score_pick(embed(model, [p])[0])
-
-    t_embed, t_score, t_total = [], [], []
+        await selector.decide(p)
+        await embedder.embed((p,))
+    t_embed, t_total = [], []
     clock = time.perf_counter_ns
-    for i in range(iters):
-        text = prompts[i % len(prompts)]
+    for text in prompts[64:]:
         t0 = clock()
-        vec = embed(model, [text])[0]
+        await embedder.embed((text,))
         t1 = clock()
-        score_pick(vec)
+        await selector.decide(text)
         t2 = clock()
         t_embed.append(t1 - t0)
-        t_score.append(t2 - t1)
-        t_total.append(t2 - t0)
+        t_total.append(t2 - t1)
+    t_score = [max(total - emb, 0) for total, emb in zip(t_total, t_embed, strict=True)]
     return {"embed": pcts(t_embed), "score": pcts(t_score), "total": pcts(t_total)}
 
 
@@ -113,12 +108,11 @@ def main() -> None:
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
     iters = args.iters or (300 if args.quick else 3000)
-    model, embed = get_model()
     sizes = [(3, 16, "max"), (3, 64, "max"), (20, 64, "max"), (200, 64, "max"),
              (200, 64, "top_k_mean")]
     rows = []
     for n_inst, n_ex, agg in sizes:
-        r = bench(model, embed, n_inst, n_ex, iters, agg)
+        r = asyncio.run(bench(n_inst, n_ex, iters, agg))
         rows.append((n_inst, n_ex, agg, r))
         if not args.markdown:
             print(f"{n_inst:4d} x {n_ex:3d} {agg:10s} embed p50 {r['embed'][0]:7.1f} us  "
