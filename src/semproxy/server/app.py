@@ -97,8 +97,10 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
 
 
 def build_app(gateway: Gateway) -> web.Application:
+    # The keep-alive timeout is read once, here: a reload does not touch open sockets.
     app = web.Application(middlewares=[error_middleware], client_max_size=CLIENT_MAX_SIZE,
-                          handler_args={"max_field_size": 16384})
+                          handler_args={"max_field_size": 16384, "keepalive_timeout":
+                                        gateway.config.client_keepalive_timeout_s})
 
     async def healthz(request: web.Request) -> web.Response:
         return json_response({"status": "ok", "version": gateway.table.version})
