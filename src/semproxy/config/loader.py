@@ -24,6 +24,9 @@ from semproxy.errors import ConfigError
 
 # ${VAR} or ${VAR:-default} (the default is used when VAR is unset).
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# A real config nests about ten levels; the limit keeps the recursive steps below
+# (${VAR} substitution, validation) far from Python's recursion limit.
+MAX_DEPTH = 64
 
 
 def parse_document(text: str, source: str = "<config>") -> Any:
@@ -34,6 +37,8 @@ def parse_document(text: str, source: str = "<config>") -> Any:
         return yaml.safe_load(text)
     except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
         raise ConfigError([f"{source}: not valid YAML/JSON: {exc}"]) from exc
+    except RecursionError as exc:  # PyYAML recurses once per nesting level
+        raise ConfigError([f"{source}: nests too deeply to parse"]) from exc
 
 
 def substitute_env(node: Any, env: Mapping[str, str], path: str = "") -> tuple[Any, list[str]]:
@@ -91,6 +96,8 @@ def load_data(data: Any, env: Mapping[str, str] | None = None) -> GatewayConfig:
     """Validate a parsed document and build the runtime config (or raise ConfigError)."""
     if not isinstance(data, dict):
         raise ConfigError(["<root>: the config must be a mapping"])
+    if _is_deeper_than(data, MAX_DEPTH):
+        raise ConfigError([f"<root>: nests deeper than {MAX_DEPTH} levels"])
     document = data
     data, errors = substitute_env(data, os.environ if env is None else env)
     if errors:
@@ -104,6 +111,17 @@ def load_data(data: Any, env: Mapping[str, str] | None = None) -> GatewayConfig:
     return build(raw, version[:12], document)
 
 
+def _is_deeper_than(node: Any, limit: int) -> bool:
+    stack: list[tuple[Any, int]] = [(node, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
+
+
 def load_text(text: str, source: str = "<config>", env: Mapping[str, str] | None = None
               ) -> GatewayConfig:
     return load_data(parse_document(text, source), env)
@@ -115,4 +133,6 @@ def load_file(path: str | Path, env: Mapping[str, str] | None = None) -> Gateway
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError([f"{p}: cannot read: {exc.strerror}"]) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError([f"{p}: not UTF-8 text (byte {exc.start})"]) from exc
     return load_text(text, str(p), env)
