@@ -6,6 +6,7 @@ outside the test process; the soak command (bench/soak.py) uses the same helper.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -42,25 +43,41 @@ class GatewayProcess:
         os.replace(tmp, self.config_path)
 
     def start(self, timeout: float = 30.0) -> Self:
+        deadline = self._spawn(timeout)
+        while not self._ready(deadline, timeout):
+            time.sleep(0.05)
+        return self
+
+    async def astart(self, timeout: float = 30.0) -> Self:
+        """`start` for async tests whose fakes must keep serving while the gateway warms up."""
+        deadline = self._spawn(timeout)
+        while not self._ready(deadline, timeout):
+            await asyncio.sleep(0.05)
+        return self
+
+    def _spawn(self, timeout: float) -> float:
         with self.out_path.open("wb") as out, self.log_path.open("wb") as err:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "semproxy", "--log-format", "json", "serve",
                  "--config", str(self.config_path), "--listen", self.listen],
                 stdout=out, stderr=err, env=self._env, cwd=ROOT)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for line in self.out_path.read_text().splitlines():
-                if line.startswith("semproxy listening on "):
-                    self.url = line.split()[3]
-                if line.startswith("semproxy admin on "):
-                    self.admin_url = line.split()[3]
-            if self.url and (self.admin_url or "admin" not in self._config()):
-                return self
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"gateway exited early:\n{self.logs()}")
-            time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(f"gateway did not start within {timeout}s:\n{self.logs()}")
+        return time.monotonic() + timeout
+
+    def _ready(self, deadline: float, timeout: float) -> bool:
+        assert self.proc is not None
+        for line in self.out_path.read_text().splitlines():
+            if line.startswith("semproxy listening on "):
+                self.url = line.split()[3]
+            if line.startswith("semproxy admin on "):
+                self.admin_url = line.split()[3]
+        if self.url and (self.admin_url or "admin" not in self._config()):
+            return True
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"gateway exited early:\n{self.logs()}")
+        if time.monotonic() > deadline:
+            self.stop()
+            raise RuntimeError(f"gateway did not start within {timeout}s:\n{self.logs()}")
+        return False
 
     def _config(self) -> dict[str, Any]:
         data: dict[str, Any] = orjson.loads(self.config_path.read_bytes())

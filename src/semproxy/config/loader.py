@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from semproxy.config.runtime import GatewayConfig, build
 from semproxy.config.schema import Root
 from semproxy.errors import ConfigError
+from semproxy.observability.logging import redact
 
 # ${VAR} or ${VAR:-default} (the default is used when VAR is unset).
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -84,7 +85,8 @@ def validation_messages(exc: ValidationError) -> list[str]:
     messages = []
     for err in exc.errors(include_url=False, include_input=False):
         loc = tuple(p for p in err["loc"] if isinstance(p, int) or not _is_branch_tag(p))
-        messages.append(f"{format_loc(loc)}: {err['msg']}")
+        # A path can hold a secret: a header line pasted as a header *name*.
+        messages.append(redact(f"{format_loc(loc)}: {err['msg']}"))
     return messages
 
 
