@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,7 @@ async def drive(gw: GatewayProcess, http: aiohttp.ClientSession) -> list[bytes]:
         async with http.get(gw.admin_url + path, headers={"X-API-KEY": ADMIN_KEY}) as resp:
             assert resp.status == 200
             bodies.append(await resp.read())
+    assert re.search(rb"^semproxy_event_loop_tasks \d", bodies[-2], re.M)  # the soak reads it
     return bodies
 
 

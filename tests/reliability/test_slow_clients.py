@@ -4,6 +4,7 @@ nor block anyone else."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import resource
 import time
 
@@ -60,6 +61,29 @@ async def test_an_idle_connection_is_closed_after_the_keepalive_timeout(
     finally:
         writer.close()
         await writer.wait_closed()
+
+
+async def test_headers_trickled_forever_are_cut_off_by_the_keepalive_timeout(
+    gateway: GatewayFactory
+) -> None:
+    gw = await gateway(config(client_keepalive_timeout=0.5))
+    host, port = gw.url.removeprefix("http://").rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(b"POST " + CHAT.encode() + b" HTTP/1.1\r\nHost: x\r\n")
+    started = time.monotonic()
+    try:
+        async with asyncio.timeout(3):
+            while not reader.at_eof():
+                writer.write(b"X-Slow: 1\r\n")
+                await asyncio.sleep(0.1)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(0.01):
+                        await reader.read(1)
+    finally:
+        writer.close()
+        with contextlib.suppress(ConnectionError):
+            await writer.wait_closed()
+    assert time.monotonic() - started < 2
 
 
 async def test_a_thousand_idle_connections_do_not_block_a_normal_request(

@@ -72,6 +72,9 @@ class Metrics:
                                     ["version"], registry=r, multiprocess_mode="max")
         self.reload_failures = Counter("semproxy_config_reload_failures_total",
                                        "Config versions rejected", registry=r)
+        self.tasks = Gauge("semproxy_event_loop_tasks",
+                           "asyncio tasks alive at scrape time (a leak shows as growth)",
+                           registry=r, multiprocess_mode="livesum")
         self._version: str | None = None
 
     # -- RequestObserver ---------------------------------------------------
@@ -112,6 +115,9 @@ class Metrics:
             self.config_version.remove(self._version)
         self._version = version
         self.config_version.labels(version).set(1)
+
+    def on_tasks(self, count: int) -> None:
+        self.tasks.set(count)
 
     def on_reload_failed(self) -> None:
         self.reload_failures.inc()

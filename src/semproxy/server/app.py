@@ -7,6 +7,7 @@ is a single attribute assignment, so a request keeps the version it started with
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -61,8 +62,9 @@ class Gateway:
         log.info("config version %s active (%d routes)", config.version, len(config.routes))
 
     def report(self, metrics: Metrics) -> None:
-        """Push scrape-time state (config version, breaker states) into the metrics."""
+        """Push scrape-time state (config version, breakers, live tasks) into the metrics."""
         metrics.on_config(self.table.version)
+        metrics.on_tasks(len(asyncio.all_tasks()))
         metrics.on_breakers((name, b.state) for name, b in self.table.pool.breakers.items())
 
     async def proxy(self, request: web.Request) -> web.StreamResponse:
