@@ -80,7 +80,7 @@ Any string may contain `${VAR}` or `${VAR:-default}`; the variable is taken from
 the environment when the config is loaded, and a missing variable without a
 default is an error naming the field. Paths below write `[]` for "every item of
 this list". Durations named `timeout` in plugin and embeddings sections are in
-milliseconds; the health-check and `shutdown_grace` durations are in seconds.
+milliseconds; the health-check, `shutdown_grace` and `client_*` durations are in seconds.
 """,
     "zh": """# 配置参考
 
@@ -96,7 +96,7 @@ JSON，字段名和取值范围与 APISIX `ai-proxy-multi` 插件一致。校验
 任何字符串都可以包含 `${VAR}` 或 `${VAR:-default}`，加载配置时从环境变量取值；
 没有默认值且未设置的变量会报错并指出所在字段。下文路径中的 `[]` 表示“该列表的每
 一项”。插件和 embeddings 中名为 `timeout` 的时长单位是毫秒；健康检查和
-`shutdown_grace` 的时长单位是秒。
+`shutdown_grace`、`client_*` 的时长单位是秒。
 """,
 }
 
@@ -204,6 +204,14 @@ NOTES: dict[str, tuple[str, str]] = {
                        "通过 `key-auth` 认证的客户端。"),
     "Root.shutdown_grace": ("Seconds in-flight requests and streams may run after SIGTERM.",
                             "收到 SIGTERM 后，进行中的请求和流最多还能运行的秒数。"),
+    "Root.client_body_timeout": ("Seconds a client has to send its whole request body; a "
+                                 "slower one gets 408 and the connection is closed.",
+                                 "客户端发送完整请求体的最长秒数；超时返回 408 并关闭连接。"),
+    "Root.client_keepalive_timeout": ("Seconds a client connection may sit idle (before its "
+                                      "first request or between requests) before it is "
+                                      "closed. Read at start; a reload does not change it.",
+                                      "客户端连接空闲（首个请求之前或两次请求之间）多少秒后"
+                                      "被关闭。启动时读取，重载不会改变它。"),
     # Admin
     "Admin.listen": ("HOST:PORT of the admin listener.", "管理监听地址 HOST:PORT。"),
     "Admin.key": ("Value clients must send in `X-API-KEY`. Required unless the next field "

@@ -50,6 +50,12 @@ class MethodNotAllowedError(GatewayError):
     code = "method_not_allowed"
 
 
+class RequestTimeoutError(GatewayError):
+    status = 408
+    type = "invalid_request_error"
+    code = "request_timeout"
+
+
 class PayloadTooLargeError(GatewayError):
     status = 413
     type = "invalid_request_error"

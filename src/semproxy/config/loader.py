@@ -21,9 +21,13 @@ from pydantic import ValidationError
 from semproxy.config.runtime import GatewayConfig, build
 from semproxy.config.schema import Root
 from semproxy.errors import ConfigError
+from semproxy.observability.logging import redact
 
 # ${VAR} or ${VAR:-default} (the default is used when VAR is unset).
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# A real config nests about ten levels; the limit keeps the recursive steps below
+# (${VAR} substitution, validation) far from Python's recursion limit.
+MAX_DEPTH = 64
 
 
 def parse_document(text: str, source: str = "<config>") -> Any:
@@ -34,6 +38,8 @@ def parse_document(text: str, source: str = "<config>") -> Any:
         return yaml.safe_load(text)
     except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
         raise ConfigError([f"{source}: not valid YAML/JSON: {exc}"]) from exc
+    except RecursionError as exc:  # PyYAML recurses once per nesting level
+        raise ConfigError([f"{source}: nests too deeply to parse"]) from exc
 
 
 def substitute_env(node: Any, env: Mapping[str, str], path: str = "") -> tuple[Any, list[str]]:
@@ -79,7 +85,8 @@ def validation_messages(exc: ValidationError) -> list[str]:
     messages = []
     for err in exc.errors(include_url=False, include_input=False):
         loc = tuple(p for p in err["loc"] if isinstance(p, int) or not _is_branch_tag(p))
-        messages.append(f"{format_loc(loc)}: {err['msg']}")
+        # A path can hold a secret: a header line pasted as a header *name*.
+        messages.append(redact(f"{format_loc(loc)}: {err['msg']}"))
     return messages
 
 
@@ -91,6 +98,8 @@ def load_data(data: Any, env: Mapping[str, str] | None = None) -> GatewayConfig:
     """Validate a parsed document and build the runtime config (or raise ConfigError)."""
     if not isinstance(data, dict):
         raise ConfigError(["<root>: the config must be a mapping"])
+    if _is_deeper_than(data, MAX_DEPTH):
+        raise ConfigError([f"<root>: nests deeper than {MAX_DEPTH} levels"])
     document = data
     data, errors = substitute_env(data, os.environ if env is None else env)
     if errors:
@@ -104,6 +113,17 @@ def load_data(data: Any, env: Mapping[str, str] | None = None) -> GatewayConfig:
     return build(raw, version[:12], document)
 
 
+def _is_deeper_than(node: Any, limit: int) -> bool:
+    stack: list[tuple[Any, int]] = [(node, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
+
+
 def load_text(text: str, source: str = "<config>", env: Mapping[str, str] | None = None
               ) -> GatewayConfig:
     return load_data(parse_document(text, source), env)
@@ -115,4 +135,6 @@ def load_file(path: str | Path, env: Mapping[str, str] | None = None) -> Gateway
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError([f"{p}: cannot read: {exc.strerror}"]) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError([f"{p}: not UTF-8 text (byte {exc.start})"]) from exc
     return load_text(text, str(p), env)

@@ -110,6 +110,8 @@ class GatewayConfig:
     version: str
     shutdown_grace_s: float
     raw: s.Root
+    client_body_timeout_s: float = 30.0
+    client_keepalive_timeout_s: float = 75.0
     warnings: tuple[str, ...] = field(default=())
     # The document as written (before ${VAR} substitution): what the admin API
     # edits and what is pushed to etcd, so secrets stay in each replica's env.
@@ -150,6 +152,8 @@ def build(raw: s.Root, version: str, document: Mapping[str, Any] | None = None
     return GatewayConfig(
         listen=raw.listen, admin=raw.admin, routes=tuple(routes), version=version,
         shutdown_grace_s=raw.shutdown_grace, raw=raw, warnings=tuple(errs.warnings),
+        client_body_timeout_s=raw.client_body_timeout,
+        client_keepalive_timeout_s=raw.client_keepalive_timeout,
         document=MappingProxyType(dict(document or {})),
         consumers=MappingProxyType(consumers),
     )

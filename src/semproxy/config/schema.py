@@ -256,3 +256,5 @@ class Root(Strict):
     routes: list[Route] = Field(default_factory=list)
     consumers: list[Consumer] = Field(default_factory=list)
     shutdown_grace: float = Field(default=10.0, ge=0)
+    client_body_timeout: float = Field(default=30.0, gt=0, le=3600)
+    client_keepalive_timeout: float = Field(default=75.0, gt=0, le=3600)

@@ -91,6 +91,9 @@ class Metrics:
                                "1 when the config source (file, etcd) answered the last read",
                                registry=r, multiprocess_mode="min")
         self.source_up.set(1)
+        self.tasks = Gauge("semproxy_event_loop_tasks",
+                           "asyncio tasks alive at scrape time (a leak shows as growth)",
+                           registry=r, multiprocess_mode="livesum")
         self._version: str | None = None
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
 
@@ -147,6 +150,9 @@ class Metrics:
             self.config_version.labels(self._version).set(0)
         self._version = version
         self.config_version.labels(version).set(1)
+
+    def on_tasks(self, count: int) -> None:
+        self.tasks.set(count)
 
     def on_reload_failed(self) -> None:
         self.reload_failures.inc()

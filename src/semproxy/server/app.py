@@ -7,6 +7,7 @@ is a single attribute assignment, so a request keeps the version it started with
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -63,6 +64,7 @@ class Gateway:
     def report(self, metrics: Metrics) -> None:
         """Push scrape-time state (config version, breakers, health) into the metrics."""
         metrics.on_config(self.table.version)
+        metrics.on_tasks(len(asyncio.all_tasks()))
         metrics.on_breakers((name, b.state) for name, b in self.table.pool.breakers.items())
         for route in self.table.routes:
             metrics.on_health_snapshot(route.spec.id, route.health.snapshot())
@@ -106,8 +108,10 @@ def build_app(gateway: Gateway, is_source_ok: Callable[[], bool] | None = None
     stays 200 and only reports `config_source: unavailable`; a load balancer must
     not take every replica out because etcd is away.
     """
+    # The keep-alive timeout is read once, here: a reload does not touch open sockets.
     app = web.Application(middlewares=[error_middleware], client_max_size=CLIENT_MAX_SIZE,
-                          handler_args={"max_field_size": 16384})
+                          handler_args={"max_field_size": 16384, "keepalive_timeout":
+                                        gateway.config.client_keepalive_timeout_s})
 
     async def healthz(request: web.Request) -> web.Response:
         body = {"status": "ok", "version": gateway.table.version}

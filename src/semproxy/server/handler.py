@@ -76,7 +76,8 @@ async def serve(request: web.Request, exchange: Exchange, table: RouteTable,
                 clients: HttpClients, observer: RequestObserver) -> web.StreamResponse:
     route = exchange.route = table.match(request.path, request.method)
     exchange.consumer = authenticate(request, route.spec, table.config.consumers)
-    payload = exchange.payload = parse_chat(await read_body(request, route.spec.max_body))
+    payload = exchange.payload = parse_chat(await read_body(
+        request, route.spec.max_body, table.config.client_body_timeout_s))
     if route.semantic is not None:
         exchange.decision = await decide(route, payload, observer)
     candidates = route.candidates(request, exchange.decision, exchange.consumer)

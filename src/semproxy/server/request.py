@@ -2,28 +2,39 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import orjson
 from aiohttp import web
 
-from semproxy.errors import BadRequestError, PayloadTooLargeError
+from semproxy.errors import BadRequestError, PayloadTooLargeError, RequestTimeoutError
 
 # The semantic router embeds at most this much of the prompt: enough to capture
 # intent, small enough that a pasted document cannot make routing expensive.
 MAX_ROUTING_TEXT = 16 * 1024
+# Deeper JSON is refused: nothing in a chat request nests this far, and orjson
+# cannot serialise past 255 levels, so a deeper body would fail on its way upstream.
+MAX_JSON_DEPTH = 128
 
 
-async def read_body(request: web.Request, limit: int) -> bytes:
-    """Read the whole body, refusing (413) as soon as it exceeds `limit` bytes."""
+async def read_body(request: web.Request, limit: int, timeout: float) -> bytes:
+    """Read the whole body within `timeout` seconds (else 408), refusing (413) as soon
+    as it exceeds `limit` bytes. The deadline covers the whole body, not each read,
+    so a client trickling one byte a second cannot hold a connection and a buffer
+    open indefinitely."""
     declared = request.content_length
     if declared is not None and declared > limit:
         raise PayloadTooLargeError(f"request body of {declared} bytes exceeds the limit of {limit}")
     buf = bytearray()
-    while chunk := await request.content.readany():
-        buf += chunk
-        if len(buf) > limit:
-            raise PayloadTooLargeError(f"request body exceeds the limit of {limit} bytes")
+    try:
+        async with asyncio.timeout(timeout):
+            while chunk := await request.content.readany():
+                buf += chunk
+                if len(buf) > limit:
+                    raise PayloadTooLargeError(f"request body exceeds the limit of {limit} bytes")
+    except TimeoutError as exc:
+        raise RequestTimeoutError(f"request body not received within {timeout:g}s") from exc
     return bytes(buf)
 
 
@@ -35,6 +46,8 @@ def parse_chat(body: bytes) -> dict[str, Any]:
         raise BadRequestError(f"request body is not valid JSON: {exc.msg}") from exc
     if not isinstance(payload, dict):
         raise BadRequestError("request body must be a JSON object")
+    if is_deeper_than(payload, MAX_JSON_DEPTH):
+        raise BadRequestError(f"request body nests deeper than {MAX_JSON_DEPTH} levels")
     messages = payload.get("messages")
     if not isinstance(messages, list) or not messages:
         raise BadRequestError("'messages' must be a non-empty array")
@@ -42,6 +55,18 @@ def parse_chat(body: bytes) -> dict[str, Any]:
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             raise BadRequestError(f"messages[{i}] must be an object with a string 'role'")
     return payload
+
+
+def is_deeper_than(node: Any, limit: int) -> bool:
+    """True when arrays/objects nest more than `limit` levels (iterative: no recursion)."""
+    stack: list[tuple[Any, int]] = [(node, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
 
 
 def routing_text(payload: dict[str, Any]) -> str:
