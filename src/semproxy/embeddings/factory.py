@@ -1,6 +1,6 @@
 """Build the embedder chain a route's `embeddings` block asks for.
 
-local:  cache -> in-process model
+local:  cache -> in-process model (wordllama, or all-MiniLM-L6-v2 when named)
 remote: cache -> circuit breaker -> provider HTTP call
 Routes of one config version with the same embeddings block share one chain
 (and so one prompt cache and one breaker).
@@ -12,7 +12,7 @@ from semproxy.config.runtime import EmbeddingSpec
 from semproxy.embeddings import Embedder
 from semproxy.embeddings.breaker import BreakerEmbedder, CircuitBreaker
 from semproxy.embeddings.cache import CachedEmbedder
-from semproxy.embeddings.local import LocalEmbedder
+from semproxy.embeddings.registry import DEFAULT_LOCAL_MODEL, LOCAL_MODELS
 from semproxy.embeddings.remote import RemoteEmbedder
 from semproxy.providers.http import HttpClients
 
@@ -35,7 +35,7 @@ class EmbedderPool:
     def _build(self, spec: EmbeddingSpec) -> Embedder:
         inner: Embedder
         if spec.client is None or spec.target is None:
-            inner = LocalEmbedder()
+            inner = LOCAL_MODELS[spec.model or DEFAULT_LOCAL_MODEL].build()
         else:
             remote = RemoteEmbedder(spec.client, spec.target, self._clients, spec.fingerprint)
             breaker = CircuitBreaker(spec.breaker_failures, spec.breaker_cooldown_s)
