@@ -382,7 +382,12 @@ NOTES: dict[str, tuple[str, str]] = {
     "Embeddings.provider": ("`local` (in-process model) or an HTTP provider with an "
                             "embeddings API.",
                             "`local`（进程内模型）或带 embeddings 接口的 HTTP 提供方。"),
-    "Embeddings.model": ("Model name sent to the provider.", "发送给提供方的模型名。"),
+    "Embeddings.model": ("Model name sent to the provider. With `local`: `wordllama` (when "
+                         "absent) or `all-MiniLM-L6-v2` (optional package, ~100x slower, "
+                         "more accurate; see semantic-routing.md).",
+                         "发送给提供方的模型名。`local` 时：`wordllama`（不填时）或 "
+                         "`all-MiniLM-L6-v2`（可选包，慢约 100 倍，更准确；见 "
+                         "semantic-routing.md）。"),
     "Embeddings.auth": ("Credentials for the embeddings endpoint.", "embeddings 接口的凭据。"),
     "Embeddings.override": ("Embeddings URL override.", "embeddings URL 覆盖。"),
     "Embeddings.timeout": ("Embedding call timeout in ms.", "embedding 调用超时（毫秒）。"),

@@ -133,6 +133,8 @@ def _quality_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
                     help="balancer k: examples per instance for top_k_mean and the local "
                          "centroid of max_local_centroid (--clinc150)")
     ev.add_argument("--no-center", dest="center", action="store_false", help="(--clinc150)")
+    ev.add_argument("--model", default="wordllama",
+                    help="in-process embedding model, wordllama or all-MiniLM-L6-v2 (--clinc150)")
     ev.add_argument("--out", default="build/clinc150",
                     help="where --clinc150 writes its config and data")
     ev.set_defaults(func=_eval)

@@ -68,3 +68,17 @@ def test_convert_defaults_to_the_local_centroid_with_four_nearest(
     config_path, _ = convert(source, tmp_path / "max", k=4, aggregation="max_centroid")
     raw = yaml.safe_load(config_path.read_text())
     assert "k" not in raw["routes"][0]["plugins"]["ai-proxy-multi"]["balancer"]
+
+
+def test_convert_writes_the_chosen_local_model(small: dict[str, Any], tmp_path: Path) -> None:
+    source = tmp_path / "slice.json"
+    source.write_text(json.dumps(small))
+
+    def embeddings(config_path: Path) -> Any:
+        return yaml.safe_load(config_path.read_text())["routes"][0]["plugins"][
+            "ai-proxy-multi"]["embeddings"]
+
+    default, _ = convert(source, tmp_path / "default", k=4)
+    minilm, _ = convert(source, tmp_path / "minilm", k=4, model="all-MiniLM-L6-v2")
+    assert embeddings(default) == {"provider": "local", "model": "wordllama"}
+    assert embeddings(minilm) == {"provider": "local", "model": "all-MiniLM-L6-v2"}

@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from semproxy.config import schema as s
+from semproxy.embeddings.registry import DEFAULT_LOCAL_MODEL, LOCAL_MODELS
 from semproxy.errors import ConfigError
 from semproxy.providers.base import ChatProvider, EmbeddingsProvider, NetPolicy, Target
 from semproxy.providers.registry import LOCAL_EMBEDDINGS, PROVIDERS, embedding_provider_names
@@ -43,7 +44,7 @@ class InstanceSpec:
 @dataclass(frozen=True, slots=True)
 class EmbeddingSpec:
     provider: str  # "local" or an HTTP provider name
-    model: str | None
+    model: str | None  # for "local", always the name of a LOCAL_MODELS entry
     client: EmbeddingsProvider | None  # None for the in-process model
     target: Target | None
     cache_size: int
@@ -337,7 +338,7 @@ def _catchall(multi: s.AIProxyMulti, ppath: str, errs: _Errors) -> str | None:
 
 def _embeddings(e: s.Embeddings, epath: str, errs: _Errors) -> EmbeddingSpec | None:
     if e.provider == LOCAL_EMBEDDINGS:
-        return _embedding_spec(e, None, None)
+        return _local_embeddings(e, epath, errs)
     cls = PROVIDERS.get(e.provider)
     if cls is None or not cls.has_embeddings():
         what = "unknown embeddings provider" if cls is None else "provider has no embeddings API"
@@ -354,11 +355,27 @@ def _embeddings(e: s.Embeddings, epath: str, errs: _Errors) -> EmbeddingSpec | N
     return _embedding_spec(e, client, target)
 
 
+def _local_embeddings(e: s.Embeddings, epath: str, errs: _Errors) -> EmbeddingSpec | None:
+    """The in-process model `model` names (wordllama when absent), if it can run here."""
+    name = e.model or DEFAULT_LOCAL_MODEL
+    model = LOCAL_MODELS.get(name)
+    if model is None:
+        errs.add(f"{epath}.model",
+                 f"unknown local model {name!r} (use one of: {', '.join(LOCAL_MODELS)})")
+        return None
+    why = model.missing()
+    if why is not None:
+        errs.add(f"{epath}.model", f"{name}: {why}")
+        return None
+    return _embedding_spec(e, None, None, name)
+
+
 def _embedding_spec(
-    e: s.Embeddings, client: EmbeddingsProvider | None, target: Target | None
+    e: s.Embeddings, client: EmbeddingsProvider | None, target: Target | None,
+    model: str | None = None,
 ) -> EmbeddingSpec:
     return EmbeddingSpec(
-        provider=e.provider, model=e.model, client=client, target=target,
+        provider=e.provider, model=model or e.model, client=client, target=target,
         cache_size=e.cache_size, breaker_failures=e.breaker_failures,
         breaker_cooldown_s=e.breaker_cooldown,
     )

@@ -1,8 +1,10 @@
 """Text embeddings for semantic routing: the contract every embedder meets.
 
-Implementations live beside this file: `local` (in-process wordllama), `cache`
-(an LRU in front of any embedder) and `breaker` (a circuit breaker in front of
-a remote one). `parse` validates OpenAI-shaped /v1/embeddings responses.
+Implementations live beside this file: `local` (in-process wordllama, the
+default), `minilm` (the optional all-MiniLM-L6-v2, run by the numpy BERT in
+`bert`), `cache` (an LRU in front of any embedder) and `breaker` (a circuit
+breaker in front of a remote one). `registry` names the in-process models a
+config can choose. `parse` validates OpenAI-shaped /v1/embeddings responses.
 
 This module imports nothing heavy on purpose: importing the contract must not
 load a model.

@@ -1,6 +1,7 @@
 """Build the embedder chain a route's `embeddings` block asks for.
 
-local:  the in-process model (repeats are served by the selector's decision cache)
+local:  in-process model (wordllama, or all-MiniLM-L6-v2 when named); the cheap
+        wordllama has no vector cache: the selector's decision cache serves repeats
 remote: cache -> circuit breaker -> provider HTTP call
 Routes of one config version with the same embeddings block share one chain
 (and so one prompt cache and one breaker).
@@ -12,7 +13,7 @@ from semproxy.config.runtime import EmbeddingSpec
 from semproxy.embeddings import Embedder
 from semproxy.embeddings.breaker import BreakerEmbedder, CircuitBreaker
 from semproxy.embeddings.cache import CachedEmbedder
-from semproxy.embeddings.local import LocalEmbedder
+from semproxy.embeddings.registry import DEFAULT_LOCAL_MODEL, LOCAL_MODELS
 from semproxy.embeddings.remote import RemoteEmbedder
 from semproxy.providers.http import HttpClients
 
@@ -35,14 +36,17 @@ class EmbedderPool:
     def _build(self, spec: EmbeddingSpec) -> Embedder:
         inner: Embedder
         if spec.client is None or spec.target is None:
-            # No vector cache in front of the in-process model: a lookup costs about
-            # as much as the embedding itself, and repeated prompts are answered
-            # earlier, by the selector's decision cache.
-            return LocalEmbedder()
-        remote = RemoteEmbedder(spec.client, spec.target, self._clients, spec.fingerprint)
-        breaker = CircuitBreaker(spec.breaker_failures, spec.breaker_cooldown_s)
-        self.breakers[spec.fingerprint] = breaker
-        inner = BreakerEmbedder(remote, breaker)
+            model = LOCAL_MODELS[spec.model or DEFAULT_LOCAL_MODEL]
+            if not model.cached:
+                # A vector-cache lookup costs about as much as a wordllama embedding;
+                # repeated prompts are answered earlier, by the selector's decision cache.
+                return model.build()
+            inner = model.build()
+        else:
+            remote = RemoteEmbedder(spec.client, spec.target, self._clients, spec.fingerprint)
+            breaker = CircuitBreaker(spec.breaker_failures, spec.breaker_cooldown_s)
+            self.breakers[spec.fingerprint] = breaker
+            inner = BreakerEmbedder(remote, breaker)
         if spec.cache_size == 0:
             return inner
         cached = CachedEmbedder(inner, spec.cache_size)
