@@ -11,8 +11,9 @@ from tests.quality.conftest import LABELLED
 
 from semproxy.cli import main
 from semproxy.config.loader import load_data, load_text
-from semproxy.quality.evaluate import evaluate, open_selector, route_batch
+from semproxy.quality.evaluate import evaluate, route_batch
 from semproxy.quality.labelled import parse_item
+from semproxy.server.routes import open_selector
 
 OFF_TOPIC = [
     {"prompt": "who painted the mona lisa", "instance": None},

@@ -22,6 +22,7 @@ from semproxy.config.runtime import GatewayConfig, build
 from semproxy.config.schema import Root
 from semproxy.errors import ConfigError
 from semproxy.observability.logging import redact
+from semproxy.types import is_deeper_than
 
 # ${VAR} or ${VAR:-default} (the default is used when VAR is unset).
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -98,7 +99,7 @@ def load_data(data: Any, env: Mapping[str, str] | None = None) -> GatewayConfig:
     """Validate a parsed document and build the runtime config (or raise ConfigError)."""
     if not isinstance(data, dict):
         raise ConfigError(["<root>: the config must be a mapping"])
-    if _is_deeper_than(data, MAX_DEPTH):
+    if is_deeper_than(data, MAX_DEPTH):
         raise ConfigError([f"<root>: nests deeper than {MAX_DEPTH} levels"])
     document = data
     data, errors = substitute_env(data, os.environ if env is None else env)
@@ -111,17 +112,6 @@ def load_data(data: Any, env: Mapping[str, str] | None = None) -> GatewayConfig:
     except ValidationError as exc:
         raise ConfigError(validation_messages(exc)) from exc
     return build(raw, version[:12], document)
-
-
-def _is_deeper_than(node: Any, limit: int) -> bool:
-    stack: list[tuple[Any, int]] = [(node, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return True
-        children = item.values() if isinstance(item, dict) else item
-        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
-    return False
 
 
 def load_text(text: str, source: str = "<config>", env: Mapping[str, str] | None = None

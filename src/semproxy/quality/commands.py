@@ -14,11 +14,12 @@ from semproxy.config.edit import set_thresholds
 from semproxy.config.loader import load_file
 from semproxy.config.runtime import GatewayConfig
 from semproxy.quality import calibrate as cal
-from semproxy.quality.evaluate import evaluate, open_selector, render
+from semproxy.quality.evaluate import evaluate, render
 from semproxy.quality.labelled import LabelledDataError, LabelledPrompt, check_labels, load_jsonl
 from semproxy.quality.metrics import Confusion
 from semproxy.quality.progress import ProgressBar
 from semproxy.quality.tuning import propose, score_all, thresholds_to_write
+from semproxy.server.routes import open_selector
 
 
 def run_eval(args: argparse.Namespace) -> int:

@@ -11,40 +11,19 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from semproxy.balancer.semantic import NO_USER_TEXT, Decision, decide, fallback
-from semproxy.config.runtime import GatewayConfig
-from semproxy.embeddings.factory import EmbedderPool
-from semproxy.errors import BadRequestError, NotFoundError
-from semproxy.providers.http import HttpClients
 from semproxy.quality.labelled import LabelledPrompt, check_labels
 from semproxy.quality.metrics import Confusion
 from semproxy.quality.progress import ProgressBar
-from semproxy.server.routes import SemanticSelector, build_route
+from semproxy.server.routes import SemanticSelector
 
 CHUNK = 1024  # prompts per embedding call: big enough to amortise, small enough for a bar
-
-
-@asynccontextmanager
-async def open_selector(config: GatewayConfig, route_id: str) -> AsyncIterator[SemanticSelector]:
-    """The route's selector, built as the gateway builds it; HTTP clients closed on exit."""
-    spec = next((r for r in config.routes if r.id == route_id), None)
-    if spec is None:
-        raise NotFoundError(f"no route with id {route_id!r}")
-    clients = HttpClients()
-    try:
-        route = build_route(spec, EmbedderPool(clients))
-        if route.semantic is None:
-            raise BadRequestError(f"route {route_id!r} does not use semantic balancing")
-        yield route.semantic
-    finally:
-        await clients.aclose()
 
 
 async def route_batch(selector: SemanticSelector, texts: Sequence[str]) -> list[Decision]:

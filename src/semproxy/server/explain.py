@@ -11,11 +11,8 @@ from typing import Any
 
 from semproxy.balancer.similarity import margin
 from semproxy.config.runtime import GatewayConfig
-from semproxy.embeddings.factory import EmbedderPool
-from semproxy.errors import BadRequestError, NotFoundError
-from semproxy.providers.http import HttpClients
 from semproxy.server.request import routing_text
-from semproxy.server.routes import SemanticSelector, build_route
+from semproxy.server.routes import SemanticSelector, open_selector
 
 
 async def explain_with(selector: SemanticSelector, prompt: str) -> dict[str, Any]:
@@ -40,17 +37,8 @@ async def explain_with(selector: SemanticSelector, prompt: str) -> dict[str, Any
 
 
 async def explain(config: GatewayConfig, route_id: str, prompt: str) -> dict[str, Any]:
-    spec = next((r for r in config.routes if r.id == route_id), None)
-    if spec is None:
-        raise NotFoundError(f"no route with id {route_id!r}")
-    clients = HttpClients()
-    try:
-        route = build_route(spec, EmbedderPool(clients))
-        if route.semantic is None:
-            raise BadRequestError(f"route {route_id!r} does not use semantic balancing")
-        return await explain_with(route.semantic, prompt)
-    finally:
-        await clients.aclose()
+    async with open_selector(config, route_id) as selector:
+        return await explain_with(selector, prompt)
 
 
 def render(result: dict[str, Any]) -> str:

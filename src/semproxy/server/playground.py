@@ -31,11 +31,12 @@ from semproxy.errors import (
 )
 from semproxy.observability.decisions import DecisionLog
 from semproxy.quality import calibrate as cal
-from semproxy.quality.evaluate import Evaluation, evaluate, open_selector
+from semproxy.quality.evaluate import Evaluation, evaluate
 from semproxy.quality.labelled import LabelledDataError, LabelledPrompt, check_labels, parse_lines
 from semproxy.quality.metrics import Confusion
 from semproxy.quality.tuning import Proposal, propose, score_all, thresholds_to_write
 from semproxy.server.app import Gateway, json_response
+from semproxy.server.routes import open_selector
 
 MAX_LINES = 5000
 MAX_BYTES = 8 << 20

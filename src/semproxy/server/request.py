@@ -9,6 +9,7 @@ import orjson
 from aiohttp import web
 
 from semproxy.errors import BadRequestError, PayloadTooLargeError, RequestTimeoutError
+from semproxy.types import is_deeper_than
 
 # The semantic router embeds at most this much of the prompt: enough to capture
 # intent, small enough that a pasted document cannot make routing expensive.
@@ -55,18 +56,6 @@ def parse_chat(body: bytes) -> dict[str, Any]:
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             raise BadRequestError(f"messages[{i}] must be an object with a string 'role'")
     return payload
-
-
-def is_deeper_than(node: Any, limit: int) -> bool:
-    """True when arrays/objects nest more than `limit` levels (iterative: no recursion)."""
-    stack: list[tuple[Any, int]] = [(node, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return True
-        children = item.values() if isinstance(item, dict) else item
-        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
-    return False
 
 
 def routing_text(payload: dict[str, Any]) -> str:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import AsyncIterator, Collection, Iterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -19,10 +20,11 @@ from semproxy.balancer.semantic import NO_USER_TEXT, Decision, decide, fallback
 from semproxy.config.runtime import GatewayConfig, InstanceSpec, RouteSpec, SemanticSpec
 from semproxy.embeddings.factory import EmbedderPool
 from semproxy.embeddings.scorer import PromptScorer, References, ScoredInstance
-from semproxy.errors import EmbeddingError, MethodNotAllowedError, NotFoundError
+from semproxy.errors import BadRequestError, EmbeddingError, MethodNotAllowedError, NotFoundError
 from semproxy.health.active import ActiveChecker
 from semproxy.health.state import HealthState
 from semproxy.observability.observer import RequestObserver
+from semproxy.providers.http import HttpClients
 from semproxy.server.hashkey import hash_key
 
 log = logging.getLogger("semproxy.routing")
@@ -218,3 +220,19 @@ class RouteTable:
             except Exception as exc:  # fail-open: a dead embedder must not block startup
                 log.warning("semantic routing: reference build failed for route %s: %s",
                             selector.route_id, exc)
+
+
+@asynccontextmanager
+async def open_selector(config: GatewayConfig, route_id: str) -> AsyncIterator[SemanticSelector]:
+    """The route's selector, built as the gateway builds it; HTTP clients closed on exit."""
+    spec = next((r for r in config.routes if r.id == route_id), None)
+    if spec is None:
+        raise NotFoundError(f"no route with id {route_id!r}")
+    clients = HttpClients()
+    try:
+        route = build_route(spec, EmbedderPool(clients))
+        if route.semantic is None:
+            raise BadRequestError(f"route {route_id!r} does not use semantic balancing")
+        yield route.semantic
+    finally:
+        await clients.aclose()
