@@ -3,6 +3,7 @@
 #
 #   bash bench/run.sh            # 3 rounds x 10 s per scenario (~9 minutes)
 #   bash bench/run.sh --quick    # 1 round x 3 s (smoke test, ~1-2 minutes)
+#   bash bench/run.sh --fault [--quick] [options]   # fault benchmark (fault_bench.py)
 #
 # Other options: --rounds N --duration S --streams N --threads N --no-micro --out FILE
 # (see `bash bench/run.sh --help`).
@@ -22,6 +23,13 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PYTHON="${PYTHON:-python3}"
 export PYTHON
+
+# --fault: the fault benchmark (bench/fault_bench.py) instead; needs neither wrk nor nginx.
+if [ "${1:-}" = "--fault" ]; then
+  shift
+  export BENCH_ENTRY="bash bench/run.sh --fault"
+  exec "$PYTHON" "$HERE/fault_bench.py" "$@"
+fi
 
 missing=()
 command -v wrk >/dev/null 2>&1 || missing+=(wrk)
