@@ -25,7 +25,7 @@ class RecordingObserver(SilentObserver):
     def on_fallback(self, route: str, source: str, target: str, cause: str) -> None:
         self.events.append(("fallback", route, source, target, cause))
 
-    def on_semantic(self, route: str, decision: Decision) -> None:
+    def on_semantic(self, route: str, decision: Decision, prompt: str | None = None) -> None:
         self.events.append(("semantic", route, decision.pick, decision.reason))
 
 

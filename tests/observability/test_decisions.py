@@ -61,8 +61,8 @@ class RecordingObserver(SilentObserver):
     def __init__(self) -> None:
         self.calls: list[str] = []
 
-    def on_semantic(self, route: str, decision: Decision) -> None:
-        self.calls.append(f"semantic {route} {decision.pick}")
+    def on_semantic(self, route: str, decision: Decision, prompt: str | None = None) -> None:
+        self.calls.append(f"semantic {route} {decision.pick} {prompt}")
 
     def on_response(self, route: str, instance: str, status: int, seconds: float,
                     ttft: float | None, usage: Mapping[str, int] | None) -> None:
@@ -72,7 +72,17 @@ class RecordingObserver(SilentObserver):
 def test_fanout_passes_every_call_to_each_observer_in_order() -> None:
     first, second = RecordingObserver(), RecordingObserver()
     fan = FanoutObserver(first, second)
-    fan.on_semantic("auto", MATCH)
+    fan.on_semantic("auto", MATCH, "hi")
     fan.on_attempt("auto", "code", "ok", 0.1)
     fan.on_response("auto", "code", 200, 0.1, None, None)
-    assert first.calls == second.calls == ["semantic auto code", "response auto code 200"]
+    assert first.calls == second.calls == ["semantic auto code hi", "response auto code 200"]
+
+
+def test_a_prompt_is_kept_only_when_given_and_cut_to_a_few_hundred_characters() -> None:
+    log = DecisionLog()
+    log.on_semantic("auto", MATCH, "x" * 2000)
+    log.on_response("auto", "code", 200, 0.01, None, None)
+    log.on_semantic("auto", MATCH)
+    log.on_response("auto", "code", 200, 0.01, None, None)
+    assert log.entries[0]["prompt"] == "x" * 500
+    assert "prompt" not in log.entries[1]

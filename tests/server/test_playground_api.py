@@ -12,9 +12,11 @@ import orjson
 import pytest
 import yaml
 from tests.conftest import chat
-from tests.server.playground_env import ADMIN_KEY, LABELLED, start_playground
+from tests.server.playground_env import ADMIN_KEY, LABELLED, quickstart_file, start_playground
 
-from semproxy.server.run import RunningGateway
+from semproxy.config.loader import load_file
+from semproxy.config.source import FileSource
+from semproxy.server.run import RunningGateway, start
 
 KEY = {"X-API-KEY": ADMIN_KEY}
 
@@ -157,3 +159,22 @@ async def read_event(stream: aiohttp.ClientResponse) -> dict[str, Any]:
         if line.startswith(b"data: "):
             event: dict[str, Any] = orjson.loads(line[6:])
             return event
+
+
+async def test_decisions_carry_the_prompt_only_when_the_route_logs_payloads(
+    tmp_path: Path, http: aiohttp.ClientSession
+) -> None:
+    path = quickstart_file(tmp_path)
+    text = path.read_text(encoding="utf-8")
+    payloads = "        debug_headers: true\n        logging: {payloads: true}\n"
+    path.write_text(text.replace("        debug_headers: true\n", payloads), encoding="utf-8")
+    running = await start(load_file(path), "127.0.0.1:0", source=FileSource(path))
+    try:
+        async with http.post(f"{running.url}/v1/chat/completions",
+                             json=chat("write a python function please")) as resp:
+            assert resp.status == 200
+        async with http.get(admin(running, "/admin/decisions"), headers=KEY) as resp:
+            (entry,) = (await resp.json())["entries"]
+    finally:
+        await running.close()
+    assert (entry["pick"], entry["prompt"]) == ("code", "write a python function please")

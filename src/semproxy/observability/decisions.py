@@ -4,7 +4,8 @@ A `RequestObserver`: `on_semantic` notes the decision, `on_response` (same
 request, same task) completes it with the served instance, status and
 latency and appends it to a ring buffer. Listeners (the live SSE feed) get
 each new entry through a bounded queue; a listener that falls behind loses
-entries rather than slowing requests down. Prompt text is never kept.
+entries rather than slowing requests down. Prompt text is kept only for routes
+whose `logging.payloads` is on (the handler passes it only then).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from semproxy.balancer.semantic import Decision
 
 Entry = dict[str, Any]
 LISTENER_BACKLOG = 1000
+PROMPT_CHARS = 500  # enough to recognise a prompt in the live view
 
 
 class DecisionLog:
@@ -29,8 +31,8 @@ class DecisionLog:
         self._listeners: set[asyncio.Queue[Entry]] = set()
         self._seq = itertools.count(1)
         # The decision of the request running in this task, until its response.
-        self._pending: contextvars.ContextVar[Decision | None] = contextvars.ContextVar(
-            "semproxy_pending_decision", default=None)
+        self._pending: contextvars.ContextVar[tuple[Decision, str | None] | None] = \
+            contextvars.ContextVar("semproxy_pending_decision", default=None)
 
     def listen(self) -> asyncio.Queue[Entry]:
         queue: asyncio.Queue[Entry] = asyncio.Queue(LISTENER_BACKLOG)
@@ -47,16 +49,20 @@ class DecisionLog:
                 queue.put_nowait(entry)
 
     # -- RequestObserver ---------------------------------------------------
-    def on_semantic(self, route: str, decision: Decision) -> None:
-        self._pending.set(decision)
+    def on_semantic(self, route: str, decision: Decision, prompt: str | None = None) -> None:
+        self._pending.set((decision, prompt))
 
     def on_response(self, route: str, instance: str, status: int, seconds: float,
                     ttft: float | None, usage: Mapping[str, int] | None) -> None:
-        decision = self._pending.get()
+        pending = self._pending.get()
         self._pending.set(None)
         if route == "-":  # no route matched: nothing was routed
             return
-        self.record(entry(next(self._seq), route, instance, status, seconds, decision))
+        decision, prompt = pending if pending is not None else (None, None)
+        row = entry(next(self._seq), route, instance, status, seconds, decision)
+        if prompt is not None:
+            row["prompt"] = prompt[:PROMPT_CHARS]
+        self.record(row)
 
     def on_attempt(self, route: str, instance: str, outcome: str, seconds: float) -> None:
         pass

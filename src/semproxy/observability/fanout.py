@@ -24,9 +24,9 @@ class FanoutObserver:
         for o in self.observers:
             o.on_fallback(route, source, target, cause)
 
-    def on_semantic(self, route: str, decision: Decision) -> None:
+    def on_semantic(self, route: str, decision: Decision, prompt: str | None = None) -> None:
         for o in self.observers:
-            o.on_semantic(route, decision)
+            o.on_semantic(route, decision, prompt)
 
     def on_embedding(self, route: str, seconds: float, cache_hit: bool | None) -> None:
         for o in self.observers:

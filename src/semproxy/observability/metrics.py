@@ -114,7 +114,7 @@ class Metrics:
     def on_fallback(self, route: str, source: str, target: str, cause: str) -> None:
         self.failovers.labels(route, source, target, cause).inc()
 
-    def on_semantic(self, route: str, decision: Decision) -> None:
+    def on_semantic(self, route: str, decision: Decision, prompt: str | None = None) -> None:
         self._child(self.semantic, route, decision.pick, decision.reason).inc()
 
     # -- the rest of the gateway -------------------------------------------

@@ -20,8 +20,9 @@ class RequestObserver(Protocol):
     def on_fallback(self, route: str, source: str, target: str, cause: str) -> None:
         """The loop moves from instance ``source`` to ``target`` because of ``cause``."""
 
-    def on_semantic(self, route: str, decision: Decision) -> None:
-        """Semantic routing decided (before any attempt)."""
+    def on_semantic(self, route: str, decision: Decision, prompt: str | None = None) -> None:
+        """Semantic routing decided (before any attempt). `prompt` is the routed text,
+        given only when the route's `logging.payloads` allows recording it."""
 
     def on_embedding(self, route: str, seconds: float, cache_hit: bool | None) -> None:
         """The prompt was embedded and scored; `cache_hit` is None without a cache."""
@@ -43,7 +44,7 @@ class SilentObserver:
     def on_fallback(self, route: str, source: str, target: str, cause: str) -> None:
         pass
 
-    def on_semantic(self, route: str, decision: Decision) -> None:
+    def on_semantic(self, route: str, decision: Decision, prompt: str | None = None) -> None:
         pass
 
     def on_embedding(self, route: str, seconds: float, cache_hit: bool | None) -> None:

@@ -89,11 +89,13 @@ async def decide(route: RouteState, payload: dict[str, Any], observer: RequestOb
     assert route.semantic is not None
     started = time.monotonic()
     hits = route.semantic.hits
-    decision = await route.semantic.decide(routing_text(payload))
+    text = routing_text(payload)
+    decision = await route.semantic.decide(text)
     if decision.ranking:
         observer.on_embedding(route.spec.id, time.monotonic() - started,
                               route.semantic.hits > hits)
-    observer.on_semantic(route.spec.id, decision)
+    observer.on_semantic(route.spec.id, decision,
+                         text if route.spec.logging.payloads else None)
     return decision
 
 

@@ -313,9 +313,11 @@ async function startLive() {
 function addLiveRow(d) {
   const body = $("live-table").tBodies[0];
   const kind = d.status >= 400 ? "failed" : d.reason && d.reason !== "matched" ? "fallback" : "";
+  // The prompt is only in the feed for routes with logging.payloads on.
   body.prepend(el("tr", { class: kind, "data-seq": d.seq },
     ...[new Date(d.at * 1000).toLocaleTimeString(), d.route, d.pick, d.instance, d.status,
-        num(d.top_score), d.reason ?? "-", `${d.latency_ms} ms`].map((v) => el("td", {}, v))));
+        num(d.top_score), d.reason ?? "-", `${d.latency_ms} ms`, d.prompt ?? ""]
+      .map((v) => el("td", {}, v))));
   while (body.rows.length > LIVE_ROWS) body.lastElementChild.remove();
 }
 
