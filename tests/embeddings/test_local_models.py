@@ -10,8 +10,7 @@ import pytest
 from tests.conftest import GatewayFactory, chat, instance, route_config
 
 from semproxy.config.loader import load_data
-from semproxy.config.runtime import EmbeddingSpec
-from semproxy.embeddings.factory import EmbedderPool
+from semproxy.embeddings.factory import EmbedderPool, EmbeddingSpec
 from semproxy.embeddings.minilm import PACKAGE, archive_path
 from semproxy.errors import ConfigError
 from semproxy.providers.http import HttpClients

@@ -10,8 +10,7 @@ from tests.fakes import FakeEmbeddings
 
 from semproxy.config.schema import Auth
 from semproxy.errors import EmbeddingError
-from semproxy.providers.base import NetPolicy
-from semproxy.providers.http import HttpClients
+from semproxy.providers.http import HttpClients, NetPolicy
 from semproxy.providers.openai_compatible import OpenAICompatibleProvider
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from semproxy.config.schema import Auth
-from semproxy.providers.base import NetPolicy
+from semproxy.providers.http import NetPolicy
 from semproxy.providers.registry import PROVIDERS, embedding_provider_names
 
 NET = NetPolicy()

@@ -16,9 +16,11 @@ from types import MappingProxyType
 from typing import Any
 
 from semproxy.config import schema as s
+from semproxy.embeddings.factory import EmbeddingSpec
 from semproxy.embeddings.registry import DEFAULT_LOCAL_MODEL, LOCAL_MODELS
 from semproxy.errors import ConfigError
-from semproxy.providers.base import ChatProvider, EmbeddingsProvider, NetPolicy, Target
+from semproxy.providers.base import ChatProvider, EmbeddingsProvider
+from semproxy.providers.http import NetPolicy, Target
 from semproxy.providers.registry import LOCAL_EMBEDDINGS, PROVIDERS, embedding_provider_names
 
 log = logging.getLogger("semproxy.config")
@@ -39,22 +41,6 @@ class InstanceSpec:
     threshold: float | None = None
     catchall: bool = False
     checks: s.Checks | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class EmbeddingSpec:
-    provider: str  # "local" or an HTTP provider name
-    model: str | None  # for "local", always the name of a LOCAL_MODELS entry
-    client: EmbeddingsProvider | None  # None for the in-process model
-    target: Target | None
-    cache_size: int
-    breaker_failures: int
-    breaker_cooldown_s: float
-
-    @property
-    def fingerprint(self) -> str:
-        where = self.target.label if self.target else "in-process"
-        return f"{self.provider}:{self.model or 'default'}@{where}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,13 +9,31 @@ Routes of one config version with the same embeddings block share one chain
 
 from __future__ import annotations
 
-from semproxy.config.runtime import EmbeddingSpec
+from dataclasses import dataclass
+
 from semproxy.embeddings import Embedder
 from semproxy.embeddings.breaker import BreakerEmbedder, CircuitBreaker
 from semproxy.embeddings.cache import CachedEmbedder
 from semproxy.embeddings.registry import DEFAULT_LOCAL_MODEL, LOCAL_MODELS
 from semproxy.embeddings.remote import RemoteEmbedder
-from semproxy.providers.http import HttpClients
+from semproxy.providers.base import EmbeddingsProvider
+from semproxy.providers.http import HttpClients, Target
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingSpec:
+    provider: str  # "local" or an HTTP provider name
+    model: str | None  # for "local", always the name of a LOCAL_MODELS entry
+    client: EmbeddingsProvider | None  # None for the in-process model
+    target: Target | None
+    cache_size: int
+    breaker_failures: int
+    breaker_cooldown_s: float
+
+    @property
+    def fingerprint(self) -> str:
+        where = self.target.label if self.target else "in-process"
+        return f"{self.provider}:{self.model or 'default'}@{where}"
 
 
 class EmbedderPool:

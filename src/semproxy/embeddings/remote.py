@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from semproxy.providers.base import EmbeddingsProvider, Target
-from semproxy.providers.http import HttpClients
+from semproxy.providers.base import EmbeddingsProvider
+from semproxy.providers.http import HttpClients, Target
 
 
 class RemoteEmbedder:

@@ -9,7 +9,7 @@ support is a separate, optional capability (`EmbeddingsProvider`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 from urllib.parse import urlencode, urlsplit
@@ -18,30 +18,9 @@ import aiohttp
 import numpy as np
 import orjson
 
-from semproxy.embeddings.parse import parse_embeddings_response
 from semproxy.errors import EmbeddingError, UpstreamError, UpstreamTimeoutError
-from semproxy.providers.http import HttpClients
-
-
-@dataclass(frozen=True, slots=True)
-class NetPolicy:
-    """Connection settings of a route (APISIX names, converted to seconds)."""
-
-    timeout_s: float = 30.0
-    ssl_verify: bool = True
-    keepalive: bool = True
-    keepalive_timeout_s: float = 60.0
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """Where and how to call one instance: resolved once when config loads."""
-
-    url: str
-    headers: Mapping[str, str]
-    net: NetPolicy
-    model: str | None = None
-    label: str = ""  # safe to log: scheme://host/path, never query or credentials
+from semproxy.providers.embeddings_response import parse_embeddings_response
+from semproxy.providers.http import HttpClients, NetPolicy, Target
 
 
 class Reply(Protocol):

@@ -14,8 +14,7 @@ from typing import Any, ClassVar
 
 import orjson
 
-from semproxy.providers.base import NetPolicy, Target
-from semproxy.providers.http import HttpClients
+from semproxy.providers.http import HttpClients, NetPolicy, Target
 
 
 class MemoryReply:

@@ -7,15 +7,34 @@ so every request to the same upstream reuses warm connections.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import aiohttp
 from yarl import URL
 
 from semproxy.errors import UpstreamError, UpstreamTimeoutError
 
-if TYPE_CHECKING:
-    from semproxy.providers.base import Target
+
+@dataclass(frozen=True, slots=True)
+class NetPolicy:
+    """Connection settings of a route (APISIX names, converted to seconds)."""
+
+    timeout_s: float = 30.0
+    ssl_verify: bool = True
+    keepalive: bool = True
+    keepalive_timeout_s: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where and how to call one instance: resolved once when config loads."""
+
+    url: str
+    headers: Mapping[str, str]
+    net: NetPolicy
+    model: str | None = None
+    label: str = ""  # safe to log: scheme://host/path, never query or credentials
 
 
 class HttpClients:

@@ -11,10 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import orjson
 
-from semproxy.embeddings import Vectors
 from semproxy.errors import EmbeddingError
+
+Vectors = npt.NDArray[np.float32]
 
 # bool is deliberately absent: it subclasses int in Python, and `true` in an
 # embedding is a broken endpoint, not the number 1.
