@@ -166,7 +166,20 @@ class Logging(Strict):
     payloads: bool = False
 
 
-class AIProxyMulti(Strict):
+class RouteSettings(Strict):
+    """Connection, size and logging settings shared by `ai-proxy` and `ai-proxy-multi`."""
+
+    timeout: int = Field(default=30000, ge=1)
+    keepalive: bool = True
+    keepalive_timeout: int = Field(default=60000, ge=1000)
+    keepalive_pool: int = Field(default=30, ge=1)
+    ssl_verify: bool = True
+    max_req_body_size: int = Field(default=10 * 1024 * 1024, ge=1)
+    logging: Logging = Field(default_factory=Logging)
+    debug_headers: bool = False
+
+
+class AIProxyMulti(RouteSettings):
     instances: list[Instance] = Field(min_length=1)
     balancer: Balancer = Field(default_factory=Balancer)
     embeddings: Embeddings | None = None
@@ -177,31 +190,15 @@ class AIProxyMulti(Strict):
     )
     max_retries: int | None = Field(default=None, ge=0)
     retry_on_failure_within_ms: int | None = Field(default=None, ge=1)
-    timeout: int = Field(default=30000, ge=1)
-    keepalive: bool = True
-    keepalive_timeout: int = Field(default=60000, ge=1000)
-    keepalive_pool: int = Field(default=30, ge=1)
-    ssl_verify: bool = True
-    max_req_body_size: int = Field(default=10 * 1024 * 1024, ge=1)
-    logging: Logging = Field(default_factory=Logging)
-    debug_headers: bool = False
 
 
-class AIProxy(Strict):
+class AIProxy(RouteSettings):
     """`ai-proxy`: one instance, its fields at the top level (APISIX shape)."""
 
     provider: str
     auth: Auth = Field(default_factory=Auth)
     options: dict[str, Any] = Field(default_factory=dict)
     override: Override = Field(default_factory=Override)
-    timeout: int = Field(default=30000, ge=1)
-    keepalive: bool = True
-    keepalive_timeout: int = Field(default=60000, ge=1000)
-    keepalive_pool: int = Field(default=30, ge=1)
-    ssl_verify: bool = True
-    max_req_body_size: int = Field(default=10 * 1024 * 1024, ge=1)
-    logging: Logging = Field(default_factory=Logging)
-    debug_headers: bool = False
 
 
 class KeyAuth(Strict):

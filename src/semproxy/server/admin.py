@@ -31,7 +31,7 @@ from semproxy.server.app import Gateway, error_middleware, json_response
 from semproxy.server.explain import explain_with
 from semproxy.server.playground import is_public
 from semproxy.server.reload import ConfigWatcher
-from semproxy.server.request import routing_text
+from semproxy.server.request import parse_object, routing_text
 
 MASK = "******"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -136,7 +136,7 @@ class AdminAPI:
 
     async def put_route(self, request: web.Request) -> web.Response:
         route_id = request.match_info["id"]
-        route = _json_object(await request.read())
+        route = parse_object(await request.read())
         route["id"] = route_id
         document = copy.deepcopy(dict(self.gateway.config.document))
         routes = [r for r in document.get("routes", []) if r.get("id") != route_id]
@@ -167,7 +167,7 @@ class AdminAPI:
             raise NotFoundError(f"no route with id {request.match_info['id']!r}")
         if route.semantic is None:
             raise BadRequestError("this route does not use semantic balancing")
-        body = _json_object(await request.read())
+        body = parse_object(await request.read())
         if isinstance(body.get("messages"), list):
             prompt = routing_text(body)
         elif isinstance(body.get("prompt"), str):
@@ -192,13 +192,3 @@ class ConfigRejected(BadRequestError):
         return orjson.dumps({"error": {"message": self.message, "type": self.type,
                                        "param": None, "code": "invalid_config",
                                        "errors": self.errors}})
-
-
-def _json_object(raw: bytes) -> dict[str, Any]:
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise BadRequestError(f"body is not valid JSON: {exc.msg}") from exc
-    if not isinstance(data, dict):
-        raise BadRequestError("body must be a JSON object")
-    return data

@@ -39,14 +39,20 @@ async def read_body(request: web.Request, limit: int, timeout: float) -> bytes:
     return bytes(buf)
 
 
-def parse_chat(body: bytes) -> dict[str, Any]:
-    """The body as a chat request: a JSON object whose `messages` is a non-empty list."""
+def parse_object(body: bytes, what: str = "request body") -> dict[str, Any]:
+    """A JSON object, or a 400 saying what is wrong with it."""
     try:
         payload = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        raise BadRequestError(f"request body is not valid JSON: {exc.msg}") from exc
+        raise BadRequestError(f"{what} is not valid JSON: {exc.msg}") from exc
     if not isinstance(payload, dict):
-        raise BadRequestError("request body must be a JSON object")
+        raise BadRequestError(f"{what} must be a JSON object")
+    return payload
+
+
+def parse_chat(body: bytes) -> dict[str, Any]:
+    """The body as a chat request: a JSON object whose `messages` is a non-empty list."""
+    payload = parse_object(body)
     if is_deeper_than(payload, MAX_JSON_DEPTH):
         raise BadRequestError(f"request body nests deeper than {MAX_JSON_DEPTH} levels")
     messages = payload.get("messages")
