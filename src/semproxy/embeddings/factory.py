@@ -41,7 +41,6 @@ class EmbedderPool:
         self._clients = clients
         self._chains: dict[str, Embedder] = {}
         self.breakers: dict[str, CircuitBreaker] = {}
-        self.caches: dict[str, CachedEmbedder] = {}
 
     def get(self, spec: EmbeddingSpec) -> Embedder:
         key = spec.fingerprint
@@ -55,18 +54,16 @@ class EmbedderPool:
         inner: Embedder
         if spec.client is None or spec.target is None:
             model = LOCAL_MODELS[spec.model or DEFAULT_LOCAL_MODEL]
-            if not model.cached:
-                # A vector-cache lookup costs about as much as a wordllama embedding;
-                # repeated prompts are answered earlier, by the selector's decision cache.
-                return model.build()
             inner = model.build()
+            # A vector-cache lookup costs about as much as a wordllama embedding;
+            # repeated prompts are answered earlier, by the selector's decision cache.
+            worth_caching = model.cached
         else:
             remote = RemoteEmbedder(spec.client, spec.target, self._clients, spec.fingerprint)
             breaker = CircuitBreaker(spec.breaker_failures, spec.breaker_cooldown_s)
             self.breakers[spec.fingerprint] = breaker
             inner = BreakerEmbedder(remote, breaker)
-        if spec.cache_size == 0:
+            worth_caching = True
+        if not worth_caching or spec.cache_size == 0:
             return inner
-        cached = CachedEmbedder(inner, spec.cache_size)
-        self.caches[spec.fingerprint] = cached
-        return cached
+        return CachedEmbedder(inner, spec.cache_size)

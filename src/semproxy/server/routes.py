@@ -11,6 +11,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Collection, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from aiohttp import web
 
@@ -129,9 +130,10 @@ class RouteState:
     by_name: dict[str, InstanceSpec] = field(default_factory=dict)
     checker: ActiveChecker | None = None  # started and stopped by the Gateway
 
-    @property
-    def names(self) -> list[str]:
-        return [i.name for i in self.spec.instances]
+    @cached_property
+    def names(self) -> tuple[str, ...]:
+        """Instance names in config order (read twice per request: built once)."""
+        return tuple(i.name for i in self.spec.instances)
 
     def candidates(self, request: web.Request, decision: Decision | None,
                    consumer: str | None = None) -> Candidates:
