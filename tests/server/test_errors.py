@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -112,6 +113,24 @@ async def test_chunked_body_over_the_limit_is_413_too(
 
     async with http.post(f"{echo_gw.url}{CHAT}", data=body()) as resp:
         await error_of(resp, 413)
+
+
+@pytest.mark.parametrize("size", [20, 200])
+async def test_chunked_body_arriving_whole_is_limited_too(
+    echo_gw: RunningGateway, size: int
+) -> None:
+    """One write carries the headers and the whole chunked body: the gateway finds it
+    buffered already (no waiting) and must still apply the limit."""
+    body = b'{"messages": [{"role": "user", "content": "' + b"x" * size + b'"}]}'
+    request = (f"POST {CHAT} HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"
+               "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n").encode()
+    request += f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n"
+    reader, writer = await asyncio.open_connection(echo_gw.host, echo_gw.port)
+    writer.write(request)
+    answer = await asyncio.wait_for(reader.read(), 10)
+    writer.close()
+    status = int(answer.split(b" ", 2)[1])
+    assert status == (200 if size == 20 else 413), answer[:300]
 
 
 async def test_body_within_the_limit_is_served(

@@ -55,6 +55,9 @@ class HealthState:
         self._clock = clock
         self._listener = listener
         self._instances = {name: _new_instance(_setting(passive, name)) for name in names}
+        # Names whose `is_healthy` is False, kept by `_update` (the only place it
+        # changes): while it is empty, the per-request health reads are one check.
+        self._unhealthy: set[str] = set()
 
     # -- reads -------------------------------------------------------------
 
@@ -87,6 +90,8 @@ class HealthState:
         looks down, health state may simply be stale; failing the request outright
         would be worse than trying them all anyway.
         """
+        if not self._unhealthy:
+            return set()
         names = list(names)
         down = {name for name in names if not self._is_candidate(self._instances[name])}
         return set() if len(down) == len(names) else down
@@ -150,6 +155,10 @@ class HealthState:
         before = self.is_healthy(name)
         change()
         after = self.is_healthy(name)
+        if after:
+            self._unhealthy.discard(name)
+        else:
+            self._unhealthy.add(name)
         if before != after and self._listener is not None:
             self._listener(name, after)
 

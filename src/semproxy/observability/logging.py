@@ -26,17 +26,27 @@ def redact(text: str) -> str:
     return _SECRET.sub(lambda m: m.group(1) + "***", text)
 
 
+_second: list[Any] = [None, ""]  # the last whole second formatted, and its text
+
+
+def timestamp(created: float) -> str:
+    """UTC ISO-8601 with milliseconds; the date part is formatted once per second."""
+    whole = int(created)
+    if _second[0] != whole:
+        _second[:] = [whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))]
+    return f"{_second[1]}.{int((created - whole) * 1000):03d}Z"
+
+
+def _entry(created: float, level: str, logger: str, msg: str) -> dict[str, Any]:
+    return {"ts": timestamp(created), "level": level.lower(), "logger": logger,
+            "msg": redact(msg)}
+
+
 class JsonFormatter(logging.Formatter):
     """Render records as JSON; fields passed as `extra={"fields": {...}}` are merged in."""
 
     def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-            + f".{int(record.msecs):03d}Z",
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "msg": redact(record.getMessage()),
-        }
+        entry = _entry(record.created, record.levelname, record.name, record.getMessage())
         fields = getattr(record, "fields", None)
         if isinstance(fields, dict):
             entry.update(fields)
@@ -77,10 +87,16 @@ class LineBatchingHandler(logging.Handler):
         except Exception:  # logging must never break the caller
             self.handleError(record)
             return
+        self.append(line, record.levelno)
+
+    def append(self, line: bytes, level: int) -> None:
+        """Queue one finished line (newline included). The caller holds the handler
+        lock (`emit` through `Handler.handle`, `write_direct` itself): the flusher
+        thread swaps the list under it."""
         if self._flusher_pid != os.getpid():
             self._start_flusher()  # first line in this process (workers are forked)
         self._lines.append(line)
-        if record.levelno >= logging.ERROR or len(self._lines) >= self._max_pending:
+        if level >= logging.ERROR or len(self._lines) >= self._max_pending:
             self._write()
 
     def _start_flusher(self) -> None:
@@ -121,6 +137,53 @@ class LineBatchingHandler(logging.Handler):
     def close(self) -> None:
         self.flush()
         super().close()
+
+
+def direct_handler(logger: logging.Logger, level: int) -> LineBatchingHandler | None:
+    """The handler a record of `logger` would reach when that is all logging would do.
+
+    That is: no logger on the way up and no handler has a filter, and exactly one
+    handler is reached, a `LineBatchingHandler` with the JSON formatter. Anything
+    else (text format, a test's capture handler, an application's own handlers)
+    gets None and goes through the logging module. Whether the logger is enabled
+    is the caller's decision, as with `Logger.handle`.
+    """
+    found: LineBatchingHandler | None = None
+    node: logging.Logger | None = logger
+    while node is not None:
+        if node.filters:
+            return None
+        for handler in node.handlers:
+            if (found is not None or type(handler) is not LineBatchingHandler
+                    or handler.filters or level < handler.level
+                    or type(handler.formatter) is not JsonFormatter):
+                return None
+            found = handler
+        node = node.parent if node.propagate else None
+    return found
+
+
+def write_direct(logger: logging.Logger, level: int, msg: str, fields: dict[str, Any]) -> bool:
+    """Write one JSON line for `logger` without building a `LogRecord`, when possible.
+
+    The access log writes a line per request; a record, its formatting and the
+    handler machinery cost several times the line itself. The line is the same
+    one `JsonFormatter` would produce. False when `direct_handler` finds the
+    logging set-up is anything but the plain one; the caller then hands a record
+    to `Logger.handle` instead.
+    """
+    handler = direct_handler(logger, level)
+    if handler is None:
+        return False
+    entry = _entry(time.time(), logging.getLevelName(level), logger.name, msg)
+    entry.update(fields)
+    line = orjson.dumps(entry, default=str) + b"\n"
+    handler.acquire()
+    try:
+        handler.append(line, level)
+    finally:
+        handler.release()
+    return True
 
 
 def setup_logging(level: str = "INFO", fmt: str = "json") -> None:

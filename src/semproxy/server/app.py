@@ -81,8 +81,7 @@ def json_response(data: object, status: int = 200) -> web.Response:
     return web.Response(body=orjson.dumps(data), status=status, content_type="application/json")
 
 
-@web.middleware
-async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+async def answer_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Every failure leaves as an OpenAI-shaped JSON error; never a traceback."""
     try:
         return await handler(request)
@@ -100,6 +99,21 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         return web.Response(body=err.body(), status=500, content_type="application/json")
 
 
+error_middleware = web.middleware(answer_errors)
+
+
+def guarded(handler: Handler) -> Handler:
+    """`handler` with `answer_errors` around it, for an app without middlewares.
+
+    The public app has a single catch-all route, so wrapping that one handler
+    does what the middleware does, without aiohttp's per-request middleware
+    chain on the hot path.
+    """
+    async def guarded_handler(request: web.Request) -> web.StreamResponse:
+        return await answer_errors(request, handler)
+    return guarded_handler
+
+
 def build_app(gateway: Gateway, is_source_ok: Callable[[], bool] | None = None
               ) -> web.Application:
     """The public app. `is_source_ok` tells /healthz whether the config source answers.
@@ -109,7 +123,7 @@ def build_app(gateway: Gateway, is_source_ok: Callable[[], bool] | None = None
     not take every replica out because etcd is away.
     """
     # The keep-alive timeout is read once, here: a reload does not touch open sockets.
-    app = web.Application(middlewares=[error_middleware], client_max_size=CLIENT_MAX_SIZE,
+    app = web.Application(client_max_size=CLIENT_MAX_SIZE,
                           handler_args={"max_field_size": 16384, "keepalive_timeout":
                                         gateway.config.client_keepalive_timeout_s})
 
@@ -122,7 +136,7 @@ def build_app(gateway: Gateway, is_source_ok: Callable[[], bool] | None = None
     async def on_cleanup(app: web.Application) -> None:
         await gateway.aclose()
 
-    app.router.add_get("/healthz", healthz)
-    app.router.add_route("*", "/{tail:.*}", gateway.proxy)
+    app.router.add_get("/healthz", guarded(healthz))
+    app.router.add_route("*", "/{tail:.*}", guarded(gateway.proxy))
     app.on_cleanup.append(on_cleanup)
     return app

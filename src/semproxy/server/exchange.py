@@ -8,9 +8,10 @@ headers are never copied in, and payloads only when the route's
 
 from __future__ import annotations
 
+import itertools
 import logging
+import os
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ import orjson
 from aiohttp import web
 
 from semproxy.balancer.semantic import Decision
+from semproxy.observability.logging import write_direct
 from semproxy.observability.observer import RequestObserver
 from semproxy.server.routes import RouteState
 
@@ -60,12 +62,35 @@ class Exchange:
         return self.attempts[-1].instance if self.attempts else "-"
 
 
+class _IdSource:
+    """Fresh request ids: 16 random hex digits per process, then a 16-digit counter.
+
+    As long as a uuid4 hex and as unique in practice (a collision needs two
+    processes to draw the same 64-bit prefix), without a system call for random
+    bytes on every request. A forked worker draws its own prefix.
+    """
+
+    def __init__(self) -> None:
+        self.reset()
+        os.register_at_fork(after_in_child=self.reset)
+
+    def reset(self) -> None:
+        self.prefix = os.urandom(8).hex()
+        self.counter = itertools.count(1)
+
+    def next(self) -> str:
+        return f"{self.prefix}{next(self.counter):016x}"
+
+
+_ids = _IdSource()
+
+
 def request_id(request: web.Request) -> str:
     """The client's X-Request-Id when it is a sane token, else a fresh one."""
     given = request.headers.get("X-Request-Id", "")
     if 0 < len(given) <= MAX_REQUEST_ID and given.isascii() and given.isprintable():
         return given
-    return uuid.uuid4().hex
+    return _ids.next()
 
 
 def usage_from_body(body: bytes) -> dict[str, int] | None:
@@ -111,11 +136,12 @@ def finish(exchange: Exchange, observer: RequestObserver) -> None:
     observer.on_response(route, exchange.instance, exchange.status, seconds, exchange.ttft,
                          exchange.usage)
     if wants_access_line(exchange):
-        record = access_log.makeRecord(
-            access_log.name, logging.INFO, __file__, 0, "%s %s -> %s %d",
-            (route, exchange.request_id, exchange.instance, exchange.status), None,
-            extra={"fields": access_fields(exchange, seconds)})
-        access_log.handle(record)
+        fields = access_fields(exchange, seconds)
+        msg = f"{route} {exchange.request_id} -> {exchange.instance} {exchange.status}"
+        if not write_direct(access_log, logging.INFO, msg, fields):
+            access_log.handle(access_log.makeRecord(
+                access_log.name, logging.INFO, __file__, 0, msg, (), None,
+                extra={"fields": fields}))
 
 
 def wants_access_line(exchange: Exchange) -> bool:
