@@ -55,7 +55,8 @@ class DecisionLog:
     def on_response(self, route: str, instance: str, status: int, seconds: float,
                     ttft: float | None, usage: Mapping[str, int] | None) -> None:
         pending = self._pending.get()
-        self._pending.set(None)
+        if pending is not None:
+            self._pending.set(None)
         if route == "-":  # no route matched: nothing was routed
             return
         decision, prompt = pending if pending is not None else (None, None)

@@ -253,8 +253,8 @@ async def relay(request: web.Request, exchange: Exchange, reply: Reply, body: by
         return await relay_stream(request, exchange, reply, headers)
     exchange.usage = usage_from_body(body)
     exchange.response_body = body
-    return web.Response(body=body, status=reply.status, headers=headers,
-                        content_type=reply.content_type.split(";")[0] or "application/json")
+    headers["Content-Type"] = reply.content_type or "application/json"
+    return web.Response(body=body, status=reply.status, headers=headers)
 
 
 async def relay_stream(request: web.Request, exchange: Exchange, reply: Reply,
