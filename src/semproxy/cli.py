@@ -126,6 +126,9 @@ def _quality_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
                     help="build a route and labelled file from clinc150_train_val.json, then eval")
     ev.add_argument("--k", type=int, default=16, help="examples per domain (with --clinc150)")
     ev.add_argument("--seed", type=int, default=0, help="example sampling seed (--clinc150)")
+    ev.add_argument("--pick", default="random", choices=["random", "typical"],
+                    help="phrases per intent: random (seeded) or the most typical first, "
+                         "closest to the intent's mean vector (--clinc150)")
     ev.add_argument("--aggregation", default="max_local_centroid",
                     choices=["max", "top_k_mean", "max_centroid", "max_local_centroid"],
                     help="(--clinc150)")

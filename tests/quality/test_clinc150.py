@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 
 from semproxy.config.loader import load_file
-from semproxy.quality.clinc150 import CATCHALL, convert, domain_examples, route_config
+from semproxy.quality.clinc150 import (
+    CATCHALL,
+    by_typicality,
+    convert,
+    domain_examples,
+    route_config,
+)
 
 DATA = Path(__file__).resolve().parents[2] / "../shared/data/clinc150_train_val.json"
 pytestmark = pytest.mark.skipif(not DATA.exists(),
@@ -82,3 +90,41 @@ def test_convert_writes_the_chosen_local_model(small: dict[str, Any], tmp_path: 
     minilm, _ = convert(source, tmp_path / "minilm", k=4, model="all-MiniLM-L6-v2")
     assert embeddings(default) == {"provider": "local", "model": "wordllama"}
     assert embeddings(minilm) == {"provider": "local", "model": "all-MiniLM-L6-v2"}
+
+
+def test_typicality_orders_phrases_by_cosine_to_their_mean_direction() -> None:
+    # a=(1, 0), b=(0.6, 0.8), c=(0, 2) normalised to (0, 1): the mean is (0.53, 0.6), so
+    # the cosines to it rank b (0.8) before c (0.6) before a (0.53).
+    vectors = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 2.0]])
+    assert by_typicality(["a", "b", "c"], vectors) == ["b", "c", "a"]
+
+
+def test_typical_picks_ignore_the_seed_and_cover_every_intent(small: dict[str, Any]) -> None:
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        # A fixed fake: the vector of a phrase is its length and its count of "a".
+        return np.array([[len(t), t.count("a") + 1.0] for t in texts])
+
+    first = route_config(small, 15, 0, "max", False, pick="typical", embed=embed)
+    assert first == route_config(small, 15, 7, "max", False, pick="typical", embed=embed)
+    picked = first["routes"][0]["plugins"]["ai-proxy-multi"]["instances"][0]["examples"]
+    intents = {t: i for t, i, _ in small["splits"]["train"]}
+    assert len(picked) == 15 and len({intents[t] for t in picked}) == 15
+    # Each intent's pick is the phrase closest to that intent's mean direction.
+    pools = [[t for t, i, _ in small["splits"]["train"] if i == intent]
+             for intent in sorted(small["domains"]["banking"])]
+    assert picked == [by_typicality(pool, embed(pool))[0] for pool in pools if pool][:15]
+
+
+def test_unknown_pick_is_refused(small: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="unknown pick"):
+        route_config(small, 4, 0, "max", False, pick="best")
+
+
+def test_convert_with_typical_picks_uses_the_local_model(small: dict[str, Any],
+                                                         tmp_path: Path) -> None:
+    source = tmp_path / "slice.json"
+    source.write_text(json.dumps(small))
+    config_path, _ = convert(source, tmp_path / "typical", k=4, pick="typical")
+    again, _ = convert(source, tmp_path / "again", k=4, seed=5, pick="typical")
+    assert "most typical of each intent first" in config_path.read_text()
+    assert yaml.safe_load(config_path.read_text()) == yaml.safe_load(again.read_text())
