@@ -8,7 +8,7 @@ its choice with a machine-readable reason.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -33,6 +33,9 @@ class Decision:
     reason: str
     cleared: tuple[str, ...] = ()
     ranking: tuple[tuple[str, float], ...] = ()
+    # `scores_text`, rendered on first use: a remembered decision serves many
+    # requests, and each may put the text in a header and a warning.
+    _text: list[str] = field(default_factory=list, compare=False, repr=False)
 
     @property
     def matched(self) -> bool:
@@ -47,7 +50,9 @@ class Decision:
         return self.ranking[0][1] if self.ranking else None
 
     def scores_text(self) -> str:
-        return format_scores(self.ranking)
+        if not self._text:
+            self._text.append(format_scores(self.ranking))
+        return self._text[0]
 
 
 def fallback(catchall: str, reason: str) -> Decision:

@@ -27,7 +27,9 @@ def normalize(matrix: npt.ArrayLike) -> npt.NDArray[np.float32]:
     into NaN, so it scores 0 against everything and cannot poison a ranking.
     """
     values = np.asarray(matrix, dtype=np.float32)
-    norms = np.linalg.norm(values, axis=-1, keepdims=True)
+    # What np.linalg.norm(values, axis=-1) computes for real input, minus its
+    # Python-level dispatch (a few microseconds per prompt on the request path).
+    norms = np.sqrt(np.add.reduce(values * values, axis=-1, keepdims=True))
     out = np.zeros_like(values)
     np.divide(values, norms, out=out, where=norms > 0)
     return out

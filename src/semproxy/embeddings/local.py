@@ -150,7 +150,9 @@ def embed_one(model: Any, text: str, tokens: WordTokens | None = None) -> Vector
     if max(ids) >= table.shape[0]:
         # wordllama clamps ids past its table to the last row; do the same.
         ids = [min(i, table.shape[0] - 1) for i in ids]
-    return np.asarray(table[ids].mean(axis=0, dtype=np.float32), dtype=np.float32)
+    # ndarray.mean is this sum and division behind a Python-level wrapper.
+    total: Vectors = np.add.reduce(table[ids], axis=0, dtype=np.float32)
+    return total / np.float32(len(ids))
 
 
 def is_small_batch(texts: Sequence[str]) -> bool:

@@ -19,7 +19,7 @@ import orjson
 from aiohttp import web
 
 from semproxy.balancer.semantic import Decision
-from semproxy.observability.logging import write_direct
+from semproxy.observability.logging import log_line
 from semproxy.observability.observer import RequestObserver
 from semproxy.server.routes import RouteState
 
@@ -136,12 +136,9 @@ def finish(exchange: Exchange, observer: RequestObserver) -> None:
     observer.on_response(route, exchange.instance, exchange.status, seconds, exchange.ttft,
                          exchange.usage)
     if wants_access_line(exchange):
-        fields = access_fields(exchange, seconds)
-        msg = f"{route} {exchange.request_id} -> {exchange.instance} {exchange.status}"
-        if not write_direct(access_log, logging.INFO, msg, fields):
-            access_log.handle(access_log.makeRecord(
-                access_log.name, logging.INFO, __file__, 0, msg, (), None,
-                extra={"fields": fields}))
+        log_line(access_log, logging.INFO,
+                 f"{route} {exchange.request_id} -> {exchange.instance} {exchange.status}",
+                 access_fields(exchange, seconds))
 
 
 def wants_access_line(exchange: Exchange) -> bool:

@@ -24,6 +24,7 @@ from semproxy.embeddings.scorer import PromptScorer, References, ScoredInstance
 from semproxy.errors import BadRequestError, EmbeddingError, MethodNotAllowedError, NotFoundError
 from semproxy.health.active import ActiveChecker
 from semproxy.health.state import HealthState
+from semproxy.observability.logging import log_line
 from semproxy.observability.observer import RequestObserver
 from semproxy.providers.http import HttpClients
 from semproxy.server.hashkey import hash_key
@@ -99,9 +100,9 @@ class SemanticSelector:
         decision = self._remembered(text)
         if decision is None:
             decision = await self._score(text)
-        if decision.ranking and not decision.matched:
-            log.warning("semantic routing: no instance cleared threshold (scores: %s), "
-                        "falling back", decision.scores_text())
+        if decision.ranking and not decision.matched and log.isEnabledFor(logging.WARNING):
+            log_line(log, logging.WARNING, "semantic routing: no instance cleared threshold "
+                     f"(scores: {decision.scores_text()}), falling back")
         return decision
 
     async def _score(self, text: str) -> Decision:
