@@ -75,6 +75,10 @@ class UpstreamTimeoutError(UpstreamError):
     code = "upstream_timeout"
 
 
+class UpstreamConnectError(UpstreamError):
+    """No connection could be made (refused, unresolvable, TLS handshake failed)."""
+
+
 class UnavailableError(GatewayError):
     status = 503
     type = "server_error"

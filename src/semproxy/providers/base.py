@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 from urllib.parse import urlencode, urlsplit
 
-import aiohttp
 import numpy as np
 import orjson
 
@@ -54,36 +53,6 @@ class EmbeddingsProvider(Protocol):
     async def embed(
         self, clients: HttpClients, target: Target, texts: Sequence[str]
     ) -> np.ndarray: ...
-
-
-class HttpReply:
-    """A live aiohttp response; `release` returns the connection to the pool."""
-
-    __slots__ = ("_resp", "content_type", "status")
-
-    def __init__(self, resp: aiohttp.ClientResponse) -> None:
-        self._resp = resp
-        self.status = resp.status
-        self.content_type = resp.headers.get("Content-Type", "application/json")
-
-    async def read(self) -> bytes:
-        try:
-            return await self._resp.read()
-        except TimeoutError as exc:
-            raise UpstreamTimeoutError("upstream timed out while sending its body") from exc
-        except aiohttp.ClientError as exc:
-            raise UpstreamError("upstream connection failed while reading") from exc
-        finally:
-            self._resp.release()
-
-    async def iter_chunks(self) -> AsyncIterator[bytes]:
-        # iter_any yields whatever bytes arrived, so SSE events are relayed as they
-        # come instead of waiting for a fixed-size buffer to fill.
-        async for chunk in self._resp.content.iter_any():
-            yield chunk
-
-    def release(self) -> None:
-        self._resp.close()
 
 
 def join_url(endpoint: str, path: str) -> str:
@@ -158,9 +127,7 @@ class OpenAIStyleProvider:
 
     async def chat(self, clients: HttpClients, target: Target, body: dict[str, Any],
                    request_id: str = "") -> Reply:
-        data = orjson.dumps(self.shape_body(body))
-        resp = await clients.post(target, data, request_id)
-        return HttpReply(resp)
+        return await clients.post(target, orjson.dumps(self.shape_body(body)), request_id)
 
     async def embed(self, clients: HttpClients, target: Target, texts: Sequence[str]) -> np.ndarray:
         payload: dict[str, Any] = {"input": list(texts)}
@@ -170,15 +137,12 @@ class OpenAIStyleProvider:
             # Routing waits on this call, so it gets one deadline for the whole
             # exchange, unlike chat whose timeout bounds each read of a stream.
             async with asyncio.timeout(target.net.timeout_s):
-                resp = await clients.post(target, orjson.dumps(payload))
-                async with resp:
-                    raw = await resp.read()
+                reply = await clients.post(target, orjson.dumps(payload))
+                raw = await reply.read()
         except UpstreamTimeoutError as exc:
             raise EmbeddingError("embedding endpoint timed out", "embedding_timeout") from exc
         except UpstreamError as exc:
             raise EmbeddingError(f"embedding endpoint failed: {exc.message}") from exc
         except TimeoutError as exc:
             raise EmbeddingError("embedding endpoint timed out", "embedding_timeout") from exc
-        except aiohttp.ClientError as exc:
-            raise EmbeddingError("embedding endpoint connection failed") from exc
-        return parse_embeddings_response(resp.status, raw, len(texts))
+        return parse_embeddings_response(reply.status, raw, len(texts))

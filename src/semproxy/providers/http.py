@@ -1,8 +1,9 @@
-"""The shared HTTP client: one aiohttp session (keep-alive pool) per connection policy.
+"""Where and how to call an instance (`Target`, `NetPolicy`) and the client that does it.
 
-Sessions are created lazily inside the running loop and closed with the worker.
-Upstream hosts share a session's connector, which keeps one idle pool per host,
-so every request to the same upstream reuses warm connections.
+`HttpClients` is the worker's upstream client; its connections and the wire
+format live in `semproxy.providers.wire`. Pools are created lazily inside the
+running loop and closed with the worker; requests to the same upstream reuse
+warm keep-alive connections.
 """
 
 from __future__ import annotations
@@ -10,10 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import aiohttp
-from yarl import URL
-
-from semproxy.errors import UpstreamError, UpstreamTimeoutError
+from semproxy.providers.wire import MAX_PREPARED, ConnectionPool, Prepared, WireReply, prepare
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,73 +36,41 @@ class Target:
 
 
 class HttpClients:
+    """The upstream client of one worker: keep-alive pools and each target's request head.
+
+    A target's head (request line, Host and its headers) is rendered once and
+    reused by every request to it; a request adds its X-Request-Id, its length
+    and its body, and goes out in one write.
+    """
+
     def __init__(self) -> None:
-        self._sessions: dict[tuple[bool, float], aiohttp.ClientSession] = {}
-        self._urls: dict[str, URL] = {}
-        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
+        self._pool = ConnectionPool()
+        self._prepared: dict[int, tuple[Target, Prepared]] = {}
 
-    def session(self, keepalive: bool, keepalive_timeout_s: float) -> aiohttp.ClientSession:
-        key = (keepalive, keepalive_timeout_s)
-        session = self._sessions.get(key)
-        if session is None or session.closed:
-            connector = aiohttp.TCPConnector(
-                limit=0,
-                force_close=not keepalive,
-                keepalive_timeout=keepalive_timeout_s if keepalive else None,
-                ttl_dns_cache=300,
-            )
-            session = aiohttp.ClientSession(
-                connector=connector,
-                auto_decompress=True,
-                skip_auto_headers=("User-Agent",),
-                # Never keep upstream cookies: they would be replayed for other clients.
-                cookie_jar=aiohttp.DummyCookieJar(),
-            )
-            self._sessions[key] = session
-        return session
-
-    async def post(self, target: Target, data: bytes, request_id: str = ""
-                   ) -> aiohttp.ClientResponse:
-        """POST and return the response once headers arrived; the caller releases it.
-
-        The route timeout bounds each wait (connect, then every read), as APISIX's
-        does, not the whole exchange: a total deadline would cut off a long stream
-        whose chunks keep arriving. Transport failures are translated here into the
-        gateway's error tree.
-        """
+    def _prepare(self, target: Target) -> Prepared:
+        entry = self._prepared.get(id(target))
+        if entry is not None and entry[0] is target:
+            return entry[1]
+        if len(self._prepared) >= MAX_PREPARED:
+            self._prepared.clear()  # old config versions' targets; rebuilt on demand
         net = target.net
-        session = self.session(net.keepalive, net.keepalive_timeout_s)
-        try:
-            return await session.post(
-                self._url(target.url),
-                data=data,
-                headers={**target.headers, "X-Request-Id": request_id} if request_id
-                else target.headers,
-                timeout=self._timeout(net.timeout_s),
-                ssl=net.ssl_verify,
-            )
-        except TimeoutError as exc:
-            raise UpstreamTimeoutError(f"upstream {target.label} timed out") from exc
-        except aiohttp.ClientError as exc:
-            reason = type(exc).__name__
-            raise UpstreamError(f"upstream {target.label} unreachable: {reason}") from exc
+        prepared = prepare(target.url, target.headers, target.label or "upstream",
+                           net.timeout_s, net.ssl_verify, net.keepalive,
+                           net.keepalive_timeout_s)
+        self._prepared[id(target)] = (target, prepared)
+        return prepared
 
-    # Parsed URLs and timeout objects are built once per target rather than on every
-    # request: parsing a URL string is one of the larger fixed costs of a client call.
-    def _url(self, url: str) -> URL:
-        parsed = self._urls.get(url)
-        if parsed is None:
-            parsed = self._urls[url] = URL(url, encoded="%" in url)
-        return parsed
+    async def post(self, target: Target, data: bytes, request_id: str = "") -> WireReply:
+        """POST and return the reply once its headers arrived; the caller releases it.
 
-    def _timeout(self, seconds: float) -> aiohttp.ClientTimeout:
-        timeout = self._timeouts.get(seconds)
-        if timeout is None:
-            timeout = self._timeouts[seconds] = aiohttp.ClientTimeout(
-                total=None, connect=seconds, sock_read=seconds)
-        return timeout
+        Transport failures are raised as the gateway's errors: `UpstreamConnectError`
+        (no connection), `UpstreamTimeoutError` (a wait took longer than the route
+        timeout) or `UpstreamError` (the connection broke or the answer was not HTTP).
+        """
+        prepared = self._prepare(target)
+        rid = b"X-Request-Id: " + request_id.encode("latin-1") + b"\r\n" if request_id else b""
+        request = b"%s%sContent-Length: %d\r\n\r\n%s" % (prepared.head, rid, len(data), data)
+        return await self._pool.request(prepared, request)
 
     async def aclose(self) -> None:
-        for session in self._sessions.values():
-            await session.close()
-        self._sessions.clear()
+        self._pool.close()

@@ -20,6 +20,7 @@ from semproxy.balancer.semantic import Decision
 from semproxy.errors import (
     GatewayError,
     UnavailableError,
+    UpstreamConnectError,
     UpstreamError,
     UpstreamTimeoutError,
     error_body,
@@ -164,7 +165,7 @@ def _is_stream(reply: Reply) -> bool:
 def _transport_outcome(error: UpstreamError) -> str:
     if isinstance(error, UpstreamTimeoutError):
         return "timeout"
-    if isinstance(error.__cause__, aiohttp.ClientConnectorError):
+    if isinstance(error, UpstreamConnectError):
         return "connect"
     return "reset"  # the connection was made, then broke
 
@@ -279,7 +280,7 @@ async def relay_stream(request: web.Request, exchange: Exchange, reply: Reply,
         log.info("client left mid-stream; closing the upstream request")
         reply.release()
         return response
-    except (aiohttp.ClientError, TimeoutError) as exc:
+    except (UpstreamError, TimeoutError) as exc:
         log.warning("upstream stream broke: %s", type(exc).__name__)
         event = error_body("upstream stream ended unexpectedly", "upstream_error", "bad_gateway")
         await _write_quietly(response, b"data: " + event + b"\n\n")
