@@ -9,6 +9,7 @@ matrix product.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -232,14 +233,16 @@ def rank(
     The threshold is per instance because cosine scales differ by topic: a
     narrow domain may need 0.7 to be trusted while a broad one is fine at 0.4.
     """
-    values = np.asarray(scores, dtype=np.float64)
+    # Python floats from here on: a handful of values, and numpy scalars would
+    # cost more per comparison than the whole sort.
+    values: list[float] = np.asarray(scores, dtype=np.float64).tolist()
     if not len(names) == len(values) == len(thresholds):
         raise ValueError("names, scores and thresholds must have the same length")
     # Non-finite scores are dropped before sorting: NaN would break the sort.
-    finite = [i for i in range(len(names)) if np.isfinite(values[i])]
+    finite = [i for i, value in enumerate(values) if math.isfinite(value)]
     kept = sorted(finite, key=lambda i: -values[i])
-    ranking = [(names[i], float(values[i])) for i in kept]
-    cleared = [(names[i], float(values[i])) for i in kept if values[i] >= thresholds[i]]
+    ranking = [(names[i], values[i]) for i in kept]
+    cleared = [(names[i], values[i]) for i in kept if values[i] >= thresholds[i]]
     return cleared, ranking
 
 
