@@ -79,7 +79,10 @@ class LineBatchingHandler(logging.Handler):
         self._interval = interval_s
         self._max_pending = max_pending
         self._lines: list[bytes] = []
-        self._flusher_pid: int | None = None
+        self._flushing = False  # a flusher thread runs in this process
+        # A forked worker has no flusher thread (threads do not survive fork) and
+        # must not write the parent's unflushed lines a second time.
+        os.register_at_fork(after_in_child=self._forget_parent)
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -93,15 +96,18 @@ class LineBatchingHandler(logging.Handler):
         """Queue one finished line (newline included). The caller holds the handler
         lock (`emit` through `Handler.handle`, `write_direct` itself): the flusher
         thread swaps the list under it."""
-        if self._flusher_pid != os.getpid():
+        if not self._flushing:
             self._start_flusher()  # first line in this process (workers are forked)
         self._lines.append(line)
         if level >= logging.ERROR or len(self._lines) >= self._max_pending:
             self._write()
 
-    def _start_flusher(self) -> None:
-        self._flusher_pid = os.getpid()
+    def _forget_parent(self) -> None:
+        self._flushing = False
         self._lines = []
+
+    def _start_flusher(self) -> None:
+        self._flushing = True
         threading.Thread(target=self._flush_forever, name="log-flusher", daemon=True).start()
 
     def _flush_forever(self) -> None:
