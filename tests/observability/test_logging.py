@@ -15,6 +15,7 @@ from semproxy.observability.logging import (
     LineBatchingHandler,
     TextFormatter,
     direct_handler,
+    redact,
     timestamp,
     write_direct,
 )
@@ -104,3 +105,16 @@ def test_timestamp_keeps_milliseconds_across_seconds() -> None:
     assert timestamp(1.999) == "1970-01-01T00:00:01.999Z"
     assert timestamp(86400.0) == "1970-01-02T00:00:00.000Z"
     assert timestamp(0.5) == "1970-01-01T00:00:00.500Z"
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("rr 0f8e15e3b4192940 -> a 200", "rr 0f8e15e3b4192940 -> a 200"),
+    ("auth failed: BEARER abcdEFGH1234", "auth failed: BEARER ***"),
+    ("key sk-live1234567890 rejected", "key sk-*** rejected"),
+    ("Authorization: xyzw98765", "Authorization: ***"),
+    ("x-api-key=abcd1234 sent", "x-api-key=*** sent"),
+    # U+017F (long s) matches "s" when the pattern ignores case
+    ("non-ASCII \u017fk-abcdef123456 é", "non-ASCII \u017fk-*** é"),
+])
+def test_redact_blanks_secrets_and_leaves_plain_lines_alone(line: str, expected: str) -> None:
+    assert redact(line) == expected

@@ -21,13 +21,16 @@ from typing import Any
 from semproxy.balancer.semantic import Decision
 
 Entry = dict[str, Any]
+# seq, time, route, instance, status, seconds, decision, prompt: kept as a tuple and
+# turned into an `Entry` only when someone reads it (most rows never are).
+Row = tuple[int, float, str, str, int, float, "Decision | None", "str | None"]
 LISTENER_BACKLOG = 1000
 PROMPT_CHARS = 500  # enough to recognise a prompt in the live view
 
 
 class DecisionLog:
     def __init__(self, size: int = 200) -> None:
-        self.entries: deque[Entry] = deque(maxlen=size)
+        self._rows: deque[Row] = deque(maxlen=size)
         self._listeners: set[asyncio.Queue[Entry]] = set()
         self._seq = itertools.count(1)
         # The decision of the request running in this task, until its response.
@@ -42,11 +45,18 @@ class DecisionLog:
     def unlisten(self, queue: asyncio.Queue[Entry]) -> None:
         self._listeners.discard(queue)
 
-    def record(self, entry: Entry) -> None:
-        self.entries.append(entry)
-        for queue in self._listeners:
-            if not queue.full():
-                queue.put_nowait(entry)
+    @property
+    def entries(self) -> list[Entry]:
+        """The kept decisions, oldest first."""
+        return [entry(*row) for row in self._rows]
+
+    def record(self, row: Row) -> None:
+        self._rows.append(row)
+        if self._listeners:
+            built = entry(*row)
+            for queue in self._listeners:
+                if not queue.full():
+                    queue.put_nowait(built)
 
     # -- RequestObserver ---------------------------------------------------
     def on_semantic(self, route: str, decision: Decision, prompt: str | None = None) -> None:
@@ -60,10 +70,8 @@ class DecisionLog:
         if route == "-":  # no route matched: nothing was routed
             return
         decision, prompt = pending if pending is not None else (None, None)
-        row = entry(next(self._seq), route, instance, status, seconds, decision)
-        if prompt is not None:
-            row["prompt"] = prompt[:PROMPT_CHARS]
-        self.record(row)
+        self.record((next(self._seq), time.time(), route, instance, status, seconds, decision,
+                     prompt))
 
     def on_attempt(self, route: str, instance: str, outcome: str, seconds: float) -> None:
         pass
@@ -78,14 +86,17 @@ class DecisionLog:
         pass
 
 
-def entry(seq: int, route: str, instance: str, status: int, seconds: float,
-          decision: Decision | None) -> Entry:
+def entry(seq: int, at: float, route: str, instance: str, status: int, seconds: float,
+          decision: Decision | None, prompt: str | None = None) -> Entry:
     top = None if decision is None else decision.top_score
-    return {
-        "seq": seq, "at": round(time.time(), 3), "route": route,
+    row: Entry = {
+        "seq": seq, "at": round(at, 3), "route": route,
         "pick": instance if decision is None else decision.pick,
         "instance": instance, "status": status,
         "reason": None if decision is None else decision.reason,
         "top_score": None if top is None else round(top, 4),
         "latency_ms": round(seconds * 1000, 1),
     }
+    if prompt is not None:
+        row["prompt"] = prompt[:PROMPT_CHARS]
+    return row
