@@ -267,7 +267,11 @@ async def relay_stream(request: web.Request, exchange: Exchange, reply: Reply,
     """
     response = web.StreamResponse(status=200, headers={
         **headers, "Content-Type": SSE, "Cache-Control": "no-cache"})
-    await response.prepare(request)
+    try:
+        await response.prepare(request)
+    except BaseException:  # the client is gone before the first byte: free the upstream
+        reply.release()
+        raise
     usage = StreamUsage()
     try:
         async for chunk in reply.iter_chunks():
