@@ -75,7 +75,8 @@ def prepare(url: str, headers: Mapping[str, str], label: str, timeout_s: float,
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     lines = [f"POST {path} HTTP/1.1", f"Host: {authority}", "Accept-Encoding: identity"]
     for name, value in headers.items():
-        if any(c in name or c in value for c in _BAD_HEADER_CHARS) or ":" in name:
+        if (any(c in name or c in value for c in _BAD_HEADER_CHARS) or ":" in name
+                or not name or any(c.isspace() for c in name)):
             raise UpstreamError(f"upstream {label}: a configured header is not valid HTTP")
         lines.append(f"{name}: {value}")
     if not keepalive:
@@ -359,7 +360,11 @@ class ConnectionPool:
         idle.append(conn)
 
     def forget(self, conn: _Connection) -> None:
+        """A closed connection leaves the pool at once (not only when next popped)."""
         self._live.discard(conn)
+        idle = self._idle.get(conn.origin)
+        if idle and conn in idle:
+            idle.remove(conn)
 
     def _take_idle(self, origin: Origin) -> _Connection | None:
         idle = self._idle.get(origin)
@@ -428,8 +433,8 @@ class ConnectionPool:
         raise AssertionError("unreachable")
 
     def close(self) -> None:
-        for idle in self._idle.values():
-            for conn in idle:
+        for idle in list(self._idle.values()):
+            for conn in list(idle):  # closing removes it from the list
                 conn.close()
         self._idle.clear()
         for conn in list(self._live):
