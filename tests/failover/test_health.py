@@ -35,15 +35,22 @@ def passive_pair(a: FakeLLM, b: FakeLLM) -> dict[str, Any]:
                         fallback_strategy="http_5xx", debug_headers=True)
 
 
-async def test_an_instance_failing_n_times_stops_receiving_traffic(
-    gateway: GatewayFactory, http: aiohttp.ClientSession, upstreams: Upstreams,
-) -> None:
+async def tripped_pair(gateway: GatewayFactory, http: aiohttp.ClientSession,
+                       upstreams: Upstreams) -> tuple[FakeLLM, RunningGateway]:
+    """A gateway over a (503 on everything, passive checks) and b; a tripped already."""
     a, b = await upstreams("a", "b")
     a.default_status = 503
     gw = await gateway(passive_pair(a, b))
     while a.calls < PASSIVE["failures"]:
         status, _, body = await post(http, gw, chat("hello"))
         assert (status, served_by(body)) == (200, "b")
+    return a, gw
+
+
+async def test_an_instance_failing_n_times_stops_receiving_traffic(
+    gateway: GatewayFactory, http: aiohttp.ClientSession, upstreams: Upstreams,
+) -> None:
+    a, gw = await tripped_pair(gateway, http, upstreams)
     assert not health_of(gw, "a")
     for _ in range(6):
         _, headers, _ = await post(http, gw, chat("hello"))
@@ -54,11 +61,7 @@ async def test_an_instance_failing_n_times_stops_receiving_traffic(
 async def test_a_tripped_instance_comes_back_after_the_cooldown_probe(
     gateway: GatewayFactory, http: aiohttp.ClientSession, upstreams: Upstreams,
 ) -> None:
-    a, b = await upstreams("a", "b")
-    a.default_status = 503
-    gw = await gateway(passive_pair(a, b))
-    while a.calls < PASSIVE["failures"]:
-        await post(http, gw, chat("hello"))
+    a, gw = await tripped_pair(gateway, http, upstreams)
     a.default_status = 200
     await asyncio.sleep(PASSIVE["cooldown"] + 0.05)
     served = [served_by((await post(http, gw, chat("hello")))[2]) for _ in range(4)]
@@ -69,11 +72,7 @@ async def test_a_tripped_instance_comes_back_after_the_cooldown_probe(
 async def test_a_failed_probe_keeps_the_instance_out_for_another_cooldown(
     gateway: GatewayFactory, http: aiohttp.ClientSession, upstreams: Upstreams,
 ) -> None:
-    a, b = await upstreams("a", "b")
-    a.default_status = 503
-    gw = await gateway(passive_pair(a, b))
-    while a.calls < PASSIVE["failures"]:
-        await post(http, gw, chat("hello"))
+    a, gw = await tripped_pair(gateway, http, upstreams)
     await asyncio.sleep(PASSIVE["cooldown"] + 0.05)
     for _ in range(4):
         await post(http, gw, chat("hello"))

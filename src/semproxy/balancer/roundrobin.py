@@ -29,8 +29,6 @@ class WeightedRoundRobinPicker:
         # Weight-0 instances are dropped here: they can never win a pick.
         self._weights = {name: w for name, w in weights.items() if w > 0}
         self._current = dict.fromkeys(self._weights, 0)
-        self._seen: tuple[str, ...] | None = None  # last candidate tuple, and its
-        self._seen_usable: list[str] = []          # weighted names in config order
 
     def pick(
         self, candidates: Sequence[str], *, key: str | None, exclude: Collection[str]
@@ -53,18 +51,6 @@ class WeightedRoundRobinPicker:
         return best
 
     def _usable(self, candidates: Sequence[str], exclude: Collection[str]) -> list[str]:
-        """Usable names in configuration order, independent of candidate order.
-
-        The gateway passes the same tuple of route names on every request, so the
-        names it allows are worked out once per tuple; `exclude` is usually empty.
-        """
-        if type(candidates) is tuple:
-            if candidates is not self._seen:
-                allowed = set(candidates)
-                self._seen_usable = [name for name in self._weights if name in allowed]
-                self._seen = candidates
-            usable = self._seen_usable
-        else:
-            allowed = set(candidates)
-            usable = [name for name in self._weights if name in allowed]
-        return [name for name in usable if name not in exclude] if exclude else usable
+        """Usable names in configuration order, independent of candidate order."""
+        allowed = set(candidates).difference(exclude)
+        return [name for name in self._weights if name in allowed]

@@ -8,7 +8,8 @@ its choice with a machine-readable reason.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -20,7 +21,7 @@ LOW_MARGIN = "low_margin"
 NO_USER_TEXT = "no_user_text"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Decision:
     """What semantic routing chose and why.
 
@@ -33,9 +34,6 @@ class Decision:
     reason: str
     cleared: tuple[str, ...] = ()
     ranking: tuple[tuple[str, float], ...] = ()
-    # `scores_text`, rendered on first use: a remembered decision serves many
-    # requests, and each may put the text in a header and a warning.
-    _text: list[str] = field(default_factory=list, compare=False, repr=False)
 
     @property
     def matched(self) -> bool:
@@ -49,10 +47,11 @@ class Decision:
     def top_score(self) -> float | None:
         return self.ranking[0][1] if self.ranking else None
 
+    @cached_property
     def scores_text(self) -> str:
-        if not self._text:
-            self._text.append(format_scores(self.ranking))
-        return self._text[0]
+        """``name:score`` pairs, rendered once: a remembered decision serves many
+        requests, and each may put the text in a header and a warning."""
+        return format_scores(self.ranking)
 
 
 def fallback(catchall: str, reason: str) -> Decision:

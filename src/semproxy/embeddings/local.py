@@ -73,12 +73,17 @@ def load_model() -> Any:
     # already holds both files under the package folder. Pointing cache_dir at
     # the package folder finds them there, and disable_download guarantees we
     # never reach for the network (the gateway may run air-gapped).
-    return wordllama.WordLlama.load(
+    model = wordllama.WordLlama.load(
         config=MODEL_CONFIG,
         dim=MODEL_DIM,
         cache_dir=Path(wordllama.__file__).parent,
         disable_download=True,
     )
+    # Checked once here, so that a text's vector (a mean of table rows) is finite
+    # by construction and one prompt per request needs no check of its own.
+    if not np.isfinite(model.embedding).all():
+        raise ValueError("the wordllama embedding table holds non-finite values")
+    return model
 
 
 def embed_with(model: Any, texts: Sequence[str], tokens: WordTokens | None = None) -> Vectors:
@@ -89,7 +94,11 @@ def embed_with(model: Any, texts: Sequence[str], tokens: WordTokens | None = Non
     tokens; neither carries meaning, so we make both the same, deterministic,
     finite answer. A zero vector scores 0 against everything once
     normalisation guards a zero norm. Any other non-finite row is an error.
+    One text (a request's prompt) skips the batch arrays: its mean of table rows
+    is finite because `load_model` checked the table.
     """
+    if len(texts) == 1 and texts[0].strip():
+        return embed_one(model, texts[0], tokens)[None, :]
     out = np.zeros((len(texts), MODEL_DIM), dtype=np.float32)
     keep = [i for i, text in enumerate(texts) if text.strip()]
     if len(keep) == 1:
@@ -241,10 +250,6 @@ class LocalEmbedder:
         if self._model is None:
             try:
                 model = await asyncio.to_thread(load_model)
-                # Checked once here, so that a prompt vector (a mean of table rows)
-                # is finite by construction and needs no check per request.
-                if not await asyncio.to_thread(lambda: bool(np.isfinite(model.embedding).all())):
-                    raise ValueError("the embedding table holds non-finite values")
                 self._tokens = await asyncio.to_thread(WordTokens, model.tokenizer)
                 self._model = model
             except Exception as exc:  # any load failure (missing file, bad weights)
@@ -256,11 +261,6 @@ class LocalEmbedder:
             await self.warm()
         batch = list(texts)
         try:
-            if len(batch) == 1 and self._tokens is not None:  # one prompt per request
-                text = batch[0]
-                if not text.strip():
-                    return np.zeros((1, MODEL_DIM), dtype=np.float32)
-                return embed_one(self._model, text, self._tokens)[None, :]
             if is_small_batch(batch):
                 return embed_with(self._model, batch, self._tokens)
             return await asyncio.to_thread(embed_with, self._model, batch)

@@ -96,10 +96,6 @@ class Metrics:
                            registry=r, multiprocess_mode="livesum")
         self._version: str | None = None
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
-        # The two series every response (attempt) touches, by (route, instance,
-        # status or outcome): one lookup instead of two.
-        self._responses: dict[tuple[str, str, int], tuple[Any, Any]] = {}
-        self._attempt_series: dict[tuple[str, str, str], tuple[Any, Any]] = {}
 
     # -- RequestObserver ---------------------------------------------------
     def _child(self, metric: Any, *labels: str) -> Any:
@@ -112,14 +108,8 @@ class Metrics:
         return child
 
     def on_attempt(self, route: str, instance: str, outcome: str, seconds: float) -> None:
-        key = (route, instance, outcome)
-        series = self._attempt_series.get(key)
-        if series is None:
-            series = self._attempt_series[key] = (
-                self.attempts.labels(route, instance, outcome),
-                self.upstream.labels(route, instance))
-        series[0].inc()
-        series[1].observe(seconds)
+        self._child(self.attempts, route, instance, outcome).inc()
+        self._child(self.upstream, route, instance).observe(seconds)
 
     def on_fallback(self, route: str, source: str, target: str, cause: str) -> None:
         self.failovers.labels(route, source, target, cause).inc()
@@ -135,18 +125,12 @@ class Metrics:
 
     def on_response(self, route: str, instance: str, status: int, seconds: float,
                     ttft: float | None, usage: Mapping[str, int] | None) -> None:
-        key = (route, instance, status)
-        series = self._responses.get(key)
-        if series is None:
-            series = self._responses[key] = (
-                self.requests.labels(route, instance, str(status)), self.latency.labels(route))
-        series[0].inc()
-        series[1].observe(seconds)
+        self._child(self.requests, route, instance, str(status)).inc()
+        self._child(self.latency, route).observe(seconds)
         if ttft is not None:
             self._child(self.ttft, route, instance).observe(ttft)
-        if usage:
-            for kind, count in usage.items():
-                self._child(self.tokens, route, instance, kind).inc(count)
+        for kind, count in (usage or {}).items():
+            self._child(self.tokens, route, instance, kind).inc(count)
 
     def on_health(self, route: str, instance: str, healthy: bool) -> None:
         self.healthy.labels(route, instance).set(1 if healthy else 0)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
-from semproxy.providers.wire import MAX_PREPARED, ConnectionPool, Prepared, WireReply, prepare
+from semproxy.providers.wire import ConnectionPool, Prepared, WireReply, prepare
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +25,7 @@ class NetPolicy:
     keepalive_timeout_s: float = 60.0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Target:
     """Where and how to call one instance: resolved once when config loads."""
 
@@ -34,31 +35,26 @@ class Target:
     model: str | None = None
     label: str = ""  # safe to log: scheme://host/path, never query or credentials
 
+    @cached_property
+    def wire(self) -> Prepared:
+        """The request head and connection settings, rendered on first use and kept
+        for as long as the config version that owns this target. A target whose
+        headers are not valid HTTP raises `UpstreamError` on every use."""
+        net = self.net
+        return prepare(self.url, self.headers, self.label or "upstream", net.timeout_s,
+                       net.ssl_verify, net.keepalive, net.keepalive_timeout_s)
+
 
 class HttpClients:
-    """The upstream client of one worker: keep-alive pools and each target's request head.
+    """The upstream client of one worker: keep-alive pools per origin.
 
-    A target's head (request line, Host and its headers) is rendered once and
-    reused by every request to it; a request adds its X-Request-Id, its length
-    and its body, and goes out in one write.
+    A target's head (request line, Host and its headers, `Target.wire`) is
+    rendered once and reused by every request to it; a request adds its
+    X-Request-Id, its length and its body, and goes out in one write.
     """
 
     def __init__(self) -> None:
         self._pool = ConnectionPool()
-        self._prepared: dict[int, tuple[Target, Prepared]] = {}
-
-    def _prepare(self, target: Target) -> Prepared:
-        entry = self._prepared.get(id(target))
-        if entry is not None and entry[0] is target:
-            return entry[1]
-        if len(self._prepared) >= MAX_PREPARED:
-            self._prepared.clear()  # old config versions' targets; rebuilt on demand
-        net = target.net
-        prepared = prepare(target.url, target.headers, target.label or "upstream",
-                           net.timeout_s, net.ssl_verify, net.keepalive,
-                           net.keepalive_timeout_s)
-        self._prepared[id(target)] = (target, prepared)
-        return prepared
 
     async def post(self, target: Target, data: bytes, request_id: str = "") -> WireReply:
         """POST and return the reply once its headers arrived; the caller releases it.
@@ -67,7 +63,7 @@ class HttpClients:
         (no connection), `UpstreamTimeoutError` (a wait took longer than the route
         timeout) or `UpstreamError` (the connection broke or the answer was not HTTP).
         """
-        prepared = self._prepare(target)
+        prepared = target.wire
         rid = b"X-Request-Id: " + request_id.encode("latin-1") + b"\r\n" if request_id else b""
         request = b"%s%sContent-Length: %d\r\n\r\n%s" % (prepared.head, rid, len(data), data)
         return await self._pool.request(prepared, request)

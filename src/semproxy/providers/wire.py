@@ -37,7 +37,6 @@ from semproxy.errors import UpstreamConnectError, UpstreamError, UpstreamTimeout
 # pauses (a slow client must not make the gateway hold a whole stream).
 HIGH_WATER = 256 * 1024
 MAX_IDLE_PER_ORIGIN = 256
-MAX_PREPARED = 4096
 _BAD_HEADER_CHARS = ("\r", "\n", "\0")
 
 

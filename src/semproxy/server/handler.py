@@ -236,7 +236,7 @@ def debug_headers(exchange: Exchange) -> dict[str, str]:
     if decision is not None and semantic is not None and semantic.expose_scores:
         if decision.ranking:
             headers["X-AI-Semantic-Route"] = decision.route_label
-            headers["X-AI-Semantic-Scores"] = decision.scores_text()
+            headers["X-AI-Semantic-Scores"] = decision.scores_text
             if semantic.apisix_header:
                 headers["X-AI-Semantic-Picked-Instance"] = decision.pick
         if not decision.matched:

@@ -102,7 +102,7 @@ class SemanticSelector:
             decision = await self._score(text)
         if decision.ranking and not decision.matched and log.isEnabledFor(logging.WARNING):
             log_line(log, logging.WARNING, "semantic routing: no instance cleared threshold "
-                     f"(scores: {decision.scores_text()}), falling back")
+                     f"(scores: {decision.scores_text}), falling back")
         return decision
 
     async def _score(self, text: str) -> Decision:
