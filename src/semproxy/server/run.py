@@ -185,12 +185,11 @@ def run_worker(make_source: SourceFactory, listen: str | None, reuse_port: bool)
         logging.shutdown()
 
 
-def run(make_source: SourceFactory, listen: str | None = None, workers: int = 1,
-        default_listen: str = "127.0.0.1:9080") -> int:
+def run(make_source: SourceFactory, listen: str | None = None, workers: int = 1) -> int:
     if workers <= 1:
         run_worker(make_source, listen, reuse_port=False)
         return 0
-    host, port = split_listen(listen or default_listen)
+    host, port = split_listen(listen or _configured_listen(make_source))
     if port == 0:
         port = _free_port(host)
     # Workers write their metrics to a shared directory so any one can answer a scrape.
@@ -205,6 +204,17 @@ def run(make_source: SourceFactory, listen: str | None = None, workers: int = 1,
     finally:
         if own_dir and metrics_dir:
             shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def _configured_listen(make_source: SourceFactory) -> str:
+    """The config's `listen`, read once in the parent: every worker binds the same port."""
+    async def first() -> str:
+        source = make_source()
+        try:
+            return (await load_initial(source)).listen
+        finally:
+            await source.aclose()
+    return asyncio.run(first())
 
 
 def _run_workers(make_source: SourceFactory, address: str, workers: int) -> int:
