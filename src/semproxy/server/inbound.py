@@ -11,11 +11,13 @@ from __future__ import annotations
 from semproxy.protocols.anthropic import AnthropicMessages
 from semproxy.protocols.chat import ChatCompletions
 from semproxy.protocols.contract import ClientProtocol
+from semproxy.protocols.responses import OpenAIResponses
 
 CHAT = ChatCompletions()
 BY_SUFFIX: tuple[tuple[str, ClientProtocol], ...] = (
     ("/chat/completions", CHAT),
     ("/messages", AnthropicMessages()),
+    ("/responses", OpenAIResponses()),
 )
 
 
