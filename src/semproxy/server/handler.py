@@ -30,6 +30,7 @@ from semproxy.observability.observer import RequestObserver
 from semproxy.protocols.contract import ClientProtocol, StreamTranslator
 from semproxy.providers.base import Reply
 from semproxy.providers.http import HttpClients
+from semproxy.providers.sse import sse_events
 from semproxy.server.auth import authenticate
 from semproxy.server.exchange import (
     Attempt,
@@ -200,6 +201,8 @@ def _may_retry(exchange: Exchange, result: Result) -> bool:
     policy = exchange.route.spec.retry
     if not _failed(exchange, result):
         return False
+    if result.error is not None and result.error.may_have_arrived and not policy.resend:
+        return False  # never send a request twice unless the route asks for failover
     if policy.max_retries is not None and len(exchange.attempts) > policy.max_retries:
         return False
     return policy.within_ms is None or result.seconds * 1000 <= policy.within_ms
@@ -218,7 +221,11 @@ async def _conclude(request: web.Request, exchange: Exchange, result: Result
     if result.reply is not None:
         return await relay(request, exchange, result.reply, result.body)
     tried = ", ".join(f"{a.instance} {a.describe()}" for a in exchange.attempts)
-    error: UpstreamError = UpstreamError(f"no instance could serve the request; tried: {tried}")
+    # A broken answer (too large, invalid status, corrupt body) says why; refused and
+    # timed-out attempts are described by their outcome already.
+    last = f"; {result.error.message}" if type(result.error) is UpstreamError else ""
+    error: UpstreamError = UpstreamError(
+        f"no instance could serve the request; tried: {tried}{last}")
     if len(exchange.attempts) == 1 and isinstance(result.error, UpstreamTimeoutError):
         error = UpstreamTimeoutError(error.message)
     body = exchange.protocol.error(error.status, error.message, error.type, error.code)
@@ -298,22 +305,26 @@ def upstream_error(body: bytes, status: int) -> tuple[str, str, str | None]:
 
 async def relay_stream(request: web.Request, exchange: Exchange, reply: Reply,
                        headers: dict[str, str]) -> web.StreamResponse:
-    """Relay SSE bytes as they arrive; never buffer a whole event stream.
+    """Relay SSE events as they arrive; never buffer a whole event stream.
 
-    Once the first byte is out nothing can be retried: an upstream failure ends
-    the stream with an error event; a client that leaves closes the upstream.
+    Once the first byte is out nothing can be retried: an upstream failure (or an
+    event over `max_sse_event_size`, or slower than the timeout) ends the stream
+    with an error event; a client that leaves closes the upstream.
     """
     response = web.StreamResponse(status=200, headers={
         **headers, "Content-Type": SSE, "Cache-Control": "no-cache"})
     try:
         await response.prepare(request)
     except BaseException:  # the client is gone before the first byte: free the upstream
-        reply.release()
+        reply.abort()
         raise
+    assert exchange.route is not None
+    target = exchange.route.by_name[exchange.attempts[-1].instance].target
     usage = StreamUsage()
     translator = exchange.protocol.stream(exchange.model)
     try:
-        async for chunk in reply.iter_chunks():
+        async for chunk in sse_events(reply, target.net.max_event, target.net.timeout_s,
+                                      target.label):
             if exchange.ttft is None:
                 exchange.ttft = time.monotonic() - exchange.started
             usage.feed(chunk)
@@ -323,7 +334,7 @@ async def relay_stream(request: web.Request, exchange: Exchange, reply: Reply,
             await response.write(translator.close())
     except (ConnectionResetError, aiohttp.ClientConnectionResetError):
         log.info("client left mid-stream; closing the upstream request")
-        reply.release()
+        reply.abort()
         return response
     except (UpstreamError, TimeoutError) as exc:
         log.warning("upstream stream broke: %s", type(exc).__name__)
