@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -58,9 +59,24 @@ class Override(Strict):
     @field_validator("endpoint")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"^https?://[^/\s]+", value):
-            raise ValueError("must be an http:// or https:// URL")
+        if value is not None:
+            check_url(value)
         return value
+
+
+def check_url(value: str) -> None:
+    """An http(s) URL with a host and a port in range; the message never quotes it."""
+    if not re.match(r"^https?://[^/\s]+", value):
+        raise ValueError("must be an http:// or https:// URL")
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError:
+        raise ValueError("has a port outside 1-65535 or a malformed host") from None
+    if not parts.hostname:
+        raise ValueError("has no host")
+    if port == 0:
+        raise ValueError("has a port outside 1-65535")
 
 
 class HealthyChecks(Strict):

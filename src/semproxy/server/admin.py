@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import hmac
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -34,6 +35,7 @@ from semproxy.server.reload import ConfigWatcher
 from semproxy.server.request import parse_object, routing_text
 
 MASK = "******"
+log = logging.getLogger("semproxy.admin")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -126,6 +128,12 @@ class AdminAPI:
             config = load_data(document)
         except ConfigError as exc:
             raise ConfigRejected(exc.errors) from exc
+        except Exception as exc:
+            # A document that breaks a builder in a way no check foresaw is still
+            # the client's bad input: 400, and the running version stays.
+            log.exception("admin write rejected: the config could not be built")
+            raise ConfigRejected([f"<root>: the config could not be built "
+                                  f"({type(exc).__name__})"]) from exc
         try:
             await self.store.save(document)
         except SourceError as exc:
