@@ -13,6 +13,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from tests.config.test_yaml_safety import billion_laughs
 from tests.conftest import chat, instance, route_config
 from tests.fakes import FakeLLM
 
@@ -123,3 +124,16 @@ async def test_any_exception_from_a_source_is_counted_and_the_watcher_lives_on(
         assert await answer_of(http, running.url) == "b"
     finally:
         await running.close()
+
+
+async def test_hot_reload_refuses_an_alias_bomb_and_keeps_serving(
+    serve_file: ServeFactory, http: aiohttp.ClientSession,
+) -> None:
+    served = await serve_file(route_config([instance("a")]))
+    watcher = served.running.watcher
+    assert watcher is not None
+    served.path.write_text(billion_laughs())
+    await eventually(lambda: watcher.status.failed == 1, within=3.0)
+    assert "YAML aliases" in watcher.status.last_error[0]
+    async with http.post(served.url + "/v1/chat/completions", json=chat("hi")) as resp:
+        assert resp.status == 200

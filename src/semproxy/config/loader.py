@@ -26,21 +26,76 @@ from semproxy.types import is_deeper_than
 
 # ${VAR} or ${VAR:-default} (the default is used when VAR is unset).
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# A real config holds a few thousand values. YAML aliases can make a short file
+# stand for billions (441 bytes -> 48 s and 1.4 GB in `validate`), so the size a
+# document would have once its aliases are expanded is counted before it is built.
+MAX_EXPANDED_VALUES = 100_000
 # A real config nests about ten levels; the limit keeps the recursive steps below
 # (${VAR} substitution, validation) far from Python's recursion limit.
 MAX_DEPTH = 64
 
 
 def parse_document(text: str, source: str = "<config>") -> Any:
-    """YAML is a superset of JSON, but JSON goes through orjson for exact errors."""
+    """YAML is a superset of JSON, but JSON goes through orjson for exact errors.
+
+    Error messages give the position, never the text around it: the line of a
+    config can hold a key, and these messages reach logs and the admin API.
+    """
     try:
         if source.endswith(".json") or text.lstrip().startswith("{"):
             return orjson.loads(text)
-        return yaml.safe_load(text)
-    except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError([f"{source}: not valid YAML/JSON: {exc}"]) from exc
+        return load_yaml(text)
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError([f"{source}: not valid JSON: {exc.msg} at line {exc.lineno}, "
+                           f"column {exc.colno}"]) from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError([f"{source}: not valid YAML: {yaml_problem(exc)}"]) from exc
     except RecursionError as exc:  # PyYAML recurses once per nesting level
         raise ConfigError([f"{source}: nests too deeply to parse"]) from exc
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """What PyYAML found wrong and where, without the snippet of text it quotes."""
+    if not isinstance(exc, yaml.MarkedYAMLError):
+        return type(exc).__name__
+    mark = exc.problem_mark or exc.context_mark
+    where = "" if mark is None else f" at line {mark.line + 1}, column {mark.column + 1}"
+    return f"{exc.problem or exc.context or 'syntax error'}{where}"
+
+
+def load_yaml(text: str) -> Any:
+    """`yaml.safe_load`, refusing a document whose expanded size passes the limit."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        size = expanded_size(node, {})
+        if size > MAX_EXPANDED_VALUES:
+            raise ConfigError([f"<root>: YAML aliases expand to more than "
+                               f"{MAX_EXPANDED_VALUES:,} values; write the values out"])
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
+    """How many values `node` stands for with every alias copied out.
+
+    An alias is the same node object as its anchor, so each node is counted
+    once (memo) and its count reused: linear in the file, whatever it expands to.
+    """
+    known = memo.get(id(node))
+    if known is not None:
+        return known
+    memo[id(node)] = 1  # a node that contains itself counts once
+    total = 1
+    if isinstance(node, yaml.SequenceNode):
+        total += sum(expanded_size(child, memo) for child in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        total += sum(expanded_size(k, memo) + expanded_size(v, memo) for k, v in node.value)
+    memo[id(node)] = total
+    return total
 
 
 def substitute_env(node: Any, env: Mapping[str, str], path: str = "") -> tuple[Any, list[str]]:
