@@ -33,6 +33,7 @@ MAX_EXPANDED_VALUES = 100_000
 # A real config nests about ten levels; the limit keeps the recursive steps below
 # (${VAR} substitution, validation) far from Python's recursion limit.
 MAX_DEPTH = 64
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9._~-]{1,100}$")
 
 
 def parse_document(text: str, source: str = "<config>") -> Any:
@@ -140,10 +141,19 @@ def validation_messages(exc: ValidationError) -> list[str]:
     # those parts of the path mean nothing to an operator, so they are dropped.
     messages = []
     for err in exc.errors(include_url=False, include_input=False):
-        loc = tuple(p for p in err["loc"] if isinstance(p, int) or not _is_branch_tag(p))
-        # A path can hold a secret: a header line pasted as a header *name*.
-        messages.append(redact(f"{format_loc(loc)}: {err['msg']}"))
+        loc = tuple(_shown_part(p) for p in err["loc"]
+                    if isinstance(p, int) or not _is_branch_tag(p))
+        messages.append(f"{format_loc(loc)}: {redact(err['msg'])}")
     return messages
+
+
+def _shown_part(part: int | str) -> int | str:
+    """A path part as the message shows it. A user's mapping key can hold a secret
+    (a whole `Authorization: Bearer sk-...` line pasted as a header *name*), so a key
+    that is not a plain name is not quoted at all."""
+    if isinstance(part, int) or _PLAIN_NAME.match(part):
+        return part
+    return "<a key that is not a plain name>"
 
 
 def _is_branch_tag(part: str) -> bool:
