@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import aiohttp
 import pytest
-from tests.conftest import instance, route_config
+from tests.conftest import GatewayFactory, chat, instance, route_config
 
 from semproxy.config.loader import load_data
 from semproxy.errors import ConfigError
@@ -58,6 +59,44 @@ def test_a_health_check_header_with_a_line_break_is_refused() -> None:
         "active": {"req_headers": ["X-Probe: ${P}"]}})])
     (error,) = errors_of(config, {"P": "a\nb"})
     assert error.startswith(f"{INST}.checks.active.req_headers[0]: Value error, must not")
+
+
+APISIX_ROUTE = {
+    "id": "r1", "uri": "/v1/chat/completions", "methods": ["POST"],
+    "name": "chat", "desc": "pasted from the APISIX Admin API", "labels": {"team": "ml"},
+    "status": 1, "create_time": 1733100000, "update_time": 1733100100,
+}
+
+
+def apisix_config(status: int) -> dict[str, Any]:
+    config = route_config([instance("a")])
+    config["routes"][0] = {**APISIX_ROUTE, "status": status,
+                           "plugins": config["routes"][0]["plugins"]}
+    return config
+
+
+def test_apisix_route_metadata_is_accepted() -> None:
+    loaded = load_data(apisix_config(1), {})
+    assert [r.id for r in loaded.routes] == ["r1"]
+    assert loaded.raw.routes[0].labels == {"team": "ml"}
+
+
+async def test_a_route_with_status_0_is_disabled_and_answers_404(
+    gateway: GatewayFactory, http: aiohttp.ClientSession,
+) -> None:
+    for status, expected in ((0, 404), (1, 200)):
+        gw = await gateway(apisix_config(status))
+        async with http.post(gw.url + "/v1/chat/completions", json=chat("hi")) as resp:
+            assert resp.status == expected
+            assert "error" in (await resp.json()) if expected == 404 else True
+
+
+def test_a_disabled_route_is_still_validated() -> None:
+    config = apisix_config(0)
+    config["routes"][0]["plugins"]["ai-proxy-multi"]["instances"][0]["weight"] = -1
+    assert errors_of(config)[0].startswith(f"{INST}.weight")
+    config = apisix_config(2)
+    assert errors_of(config)[0].startswith("routes[0].status")
 
 
 def test_a_header_line_pasted_as_a_header_name_is_not_quoted_in_the_error() -> None:

@@ -127,7 +127,7 @@ def build(raw: s.Root, version: str, document: Mapping[str, Any] | None = None
             errs.add(f"{path}.id", f"duplicate route id {route.id!r}")
         seen.add(route.id)
         spec = _route(route, path, errs)
-        if spec is not None:
+        if spec is not None and route.status == 1:  # status 0: checked, but not served
             routes.append(spec)
     consumers = _consumers(raw, errs)
     if raw.admin is not None and (refusal := admin_refusal(raw.admin)) is not None:

@@ -285,6 +285,14 @@ class Route(Strict):
     uri: Annotated[str, StringConstraints(pattern=r"^/")]
     methods: list[HttpMethod] = Field(default_factory=_post_only)
     plugins: Plugins
+    # APISIX route metadata, accepted so a route from its Admin API pastes in
+    # unchanged. `status: 0` disables the route (it answers 404, as in APISIX).
+    status: Literal[0, 1] = 1
+    name: str | None = None
+    desc: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    create_time: int | None = None
+    update_time: int | None = None
 
 
 class Admin(Strict):
