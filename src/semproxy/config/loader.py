@@ -1,4 +1,4 @@
-"""Read a config document, substitute ${VAR}, validate, build the frozen runtime.
+"""Read a config document, fill in ${VAR} and $env://, validate, build the frozen runtime.
 
 Every problem is reported as "field.path: message" so the operator can find it;
 all problems are collected, not only the first.
@@ -20,12 +20,11 @@ from pydantic import ValidationError
 
 from semproxy.config.runtime import GatewayConfig, build
 from semproxy.config.schema import Root
+from semproxy.config.secrets import expand
 from semproxy.errors import ConfigError
 from semproxy.observability.logging import redact
 from semproxy.types import is_deeper_than
 
-# ${VAR} or ${VAR:-default} (the default is used when VAR is unset).
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 # A real config holds a few thousand values. YAML aliases can make a short file
 # stand for billions (441 bytes -> 48 s and 1.4 GB in `validate`), so the size a
 # document would have once its aliases are expanded is counted before it is built.
@@ -99,36 +98,6 @@ def expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
     return total
 
 
-def substitute_env(node: Any, env: Mapping[str, str], path: str = "") -> tuple[Any, list[str]]:
-    """Replace ${VAR} in every string; a missing variable without default is an error."""
-    errors: list[str] = []
-    if isinstance(node, str):
-        def repl(m: re.Match[str]) -> str:
-            name, default = m.group(1), m.group(2)
-            if name not in env and default is not None:
-                return default
-            if name not in env:
-                errors.append(f"{path or '<root>'}: environment variable {name} is not set")
-                return ""
-            return env[name]
-
-        return _VAR.sub(repl, node), errors
-    if isinstance(node, dict):
-        out: dict[Any, Any] = {}
-        for key, value in node.items():
-            out[key], errs = substitute_env(value, env, f"{path}.{key}" if path else str(key))
-            errors += errs
-        return out, errors
-    if isinstance(node, list):
-        items = []
-        for i, value in enumerate(node):
-            item, errs = substitute_env(value, env, f"{path}[{i}]")
-            items.append(item)
-            errors += errs
-        return items, errors
-    return node, errors
-
-
 def format_loc(loc: tuple[int | str, ...]) -> str:
     out = ""
     for part in loc:
@@ -167,7 +136,7 @@ def load_data(data: Any, env: Mapping[str, str] | None = None) -> GatewayConfig:
     if is_deeper_than(data, MAX_DEPTH):
         raise ConfigError([f"<root>: nests deeper than {MAX_DEPTH} levels"])
     document = data
-    data, errors = substitute_env(data, os.environ if env is None else env)
+    data, errors = expand(data, os.environ if env is None else env)
     if errors:
         raise ConfigError(errors)
     # The version covers the substituted values too, so a rotated secret is a new version.
