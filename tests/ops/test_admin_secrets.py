@@ -16,9 +16,10 @@ from tests.fakes import FakeLLM
 from tests.server.playground_env import ADMIN_KEY as PLAYGROUND_KEY
 from tests.server.playground_env import LABELLED, start_playground
 
+from semproxy.config.loader import load_data
 from semproxy.config.masking import MASK, mask_secrets, mask_text
 
-from .conftest import ADMIN_KEY, UPSTREAM_SECRET, Served, ServeFactory, with_admin
+from .conftest import ADMIN_KEY, UPSTREAM_SECRET, Served, ServeFactory, eventually, with_admin
 
 KEY = {"X-API-KEY": ADMIN_KEY}
 PROBE_SECRET = "probe-s3cret"
@@ -184,3 +185,26 @@ async def test_a_put_fills_in_a_variable_where_a_credential_goes_and_never_echoe
         assert "env-s3cret-value" not in await resp.text()
     # The file keeps the reference, not the value.
     assert "${UPSTREAM_KEY_FOR_X}" in served_plain.path.read_text()
+
+
+async def test_the_public_version_is_not_a_function_of_any_secret(
+    serve_file: ServeFactory, http: aiohttp.ClientSession, llm: FakeLLM,
+) -> None:
+    served = await serve_file(secret_laden(llm.url))
+    async with http.get(served.url + "/healthz") as resp:
+        version = (await resp.json())["version"]
+    # Every secret different: same public version, so nothing to test guesses against.
+    rotated = secret_laden(llm.url)
+    rotated["admin"]["key"] = "1234"
+    inst = rotated["routes"][0]["plugins"]["ai-proxy-multi"]["instances"][0]
+    inst["auth"]["header"]["Authorization"] = "Bearer sk-ROTATED"
+    rotated["consumers"][0]["plugins"]["key-auth"]["key"] = "another-consumer-key"
+    assert load_data(rotated, {}).version == version
+    # ... but a rotated secret is still a new version to apply.
+    served.rewrite(rotated)
+    watcher = served.running.watcher
+    assert watcher is not None
+    await eventually(lambda: watcher.status.applied == 1, within=2.0)
+    async with http.post(served.url + "/v1/chat/completions", json=chat("hi")) as resp:
+        assert resp.status == 200
+    assert llm.last_request.headers["Authorization"] == "Bearer sk-ROTATED"

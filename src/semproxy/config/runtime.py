@@ -105,6 +105,9 @@ class GatewayConfig:
     document: Mapping[str, Any] = field(default_factory=dict)
     # sha256(key) -> consumer name; keys themselves are not kept after load.
     consumers: Mapping[bytes, str] = field(default_factory=dict)
+    # Identity of the version with its secrets (what decides whether a reload is
+    # new); `version` is the hash of the masked document, the one that is shown.
+    fingerprint: str = ""
 
 
 class _Errors:

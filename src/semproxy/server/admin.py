@@ -123,7 +123,7 @@ class AdminAPI:
             raise UnavailableError(f"config store unavailable: {exc}") from exc
         await self.watcher.reload()
         return json_response({"version": config.version, "applied":
-                              self.gateway.table.version == config.version})
+                              self.gateway.config.fingerprint == config.fingerprint})
 
     async def put_route(self, request: web.Request) -> web.Response:
         route_id = request.match_info["id"]

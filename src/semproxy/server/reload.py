@@ -73,7 +73,7 @@ class ConfigWatcher:
         config = await self.source.load()
         self._source_up()
         self.status.last_error = []
-        if config.version != self.gateway.table.version:
+        if config.fingerprint != self.gateway.config.fingerprint:
             await self.gateway.apply(config)
             self.status.applied += 1
 
