@@ -108,6 +108,9 @@ class GatewayConfig:
     document: Mapping[str, Any] = field(default_factory=dict)
     # sha256(key) -> consumer name; keys themselves are not kept after load.
     consumers: Mapping[bytes, str] = field(default_factory=dict)
+    # Identity of the version with its secrets (what decides whether a reload is
+    # new); `version` is the hash of the masked document, the one that is shown.
+    fingerprint: str = ""
 
 
 class _Errors:
@@ -130,7 +133,7 @@ def build(raw: s.Root, version: str, document: Mapping[str, Any] | None = None
             errs.add(f"{path}.id", f"duplicate route id {route.id!r}")
         seen.add(route.id)
         spec = _route(route, path, errs)
-        if spec is not None:
+        if spec is not None and route.status == 1:  # status 0: checked, but not served
             routes.append(spec)
     consumers = _consumers(raw, errs)
     if raw.admin is not None and (refusal := admin_refusal(raw.admin)) is not None:
