@@ -104,10 +104,12 @@ def route_config(dataset: dict[str, Any], k: int, seed: int, aggregation: str, c
             return typical_examples(dataset, domain, k, embed)
         return domain_examples(dataset, domain, k, rng)
 
+    # A domain without train phrases (a subset of the data) gets no instance.
+    picked = {domain: examples(domain) for domain in dataset["domains"]}
     instances: list[dict[str, Any]] = [
         {"name": domain, "provider": "echo", "weight": 1, "options": {"model": domain},
-         "examples": examples(domain)}
-        for domain in dataset["domains"]
+         "examples": phrases}
+        for domain, phrases in picked.items() if phrases
     ]
     instances.append({"name": CATCHALL, "provider": "echo", "weight": 1,
                       "options": {"model": "general"}, "catchall": True})
@@ -130,6 +132,43 @@ def labelled_lines(dataset: dict[str, Any], split: str = "val") -> list[bytes]:
     return [orjson.dumps(r) for r in rows]
 
 
+DOMAINS_FILE = Path(__file__).with_name("clinc150_domains.json")  # domain -> its 15 intents
+
+
+def from_official_layout(data: dict[str, Any]) -> dict[str, Any]:
+    """CLINC150's own `data_full.json` ({"train": [[text, intent]], "oos_train": ...})
+    in the layout used here; its intents are grouped into the paper's ten domains."""
+    domains: dict[str, list[str]] = orjson.loads(DOMAINS_FILE.read_bytes())
+    domain_of = {intent: domain for domain, intents in domains.items() for intent in intents}
+    splits = {}
+    for split in ("train", "val"):
+        unknown = {intent for _, intent in data[split]} - domain_of.keys()
+        if unknown:
+            raise ValueError(f"intents not in CLINC150: {', '.join(sorted(unknown)[:5])}")
+        splits[split] = [[text, intent, domain_of[intent]] for text, intent in data[split]]
+    oos = {split: [text for text, _ in data[f"oos_{split}"]] for split in ("train", "val")}
+    return {"domains": domains, "splits": splits, "oos": oos}
+
+
+def read_dataset(source: str | Path) -> dict[str, Any]:
+    """Either layout: this project's `clinc150_train_val.json` or CLINC150's
+    `data_full.json`. Anything else is refused with a one-line reason."""
+    try:
+        data = orjson.loads(Path(source).read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"{source}: not JSON ({exc})") from exc
+    if isinstance(data, dict) and {"domains", "splits", "oos"} <= data.keys():
+        return data
+    official = ("train", "val", "oos_train", "oos_val")
+    if isinstance(data, dict) and all(isinstance(data.get(k), list) for k in official):
+        try:
+            return from_official_layout(data)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{source}: {exc}") from exc
+    raise ValueError(f"{source}: not a CLINC150 file (expected data_full.json, with "
+                     "train, val, oos_train and oos_val)")
+
+
 # The converter's scoring defaults, the most accurate measured on CLINC150
 # (docs/en/routing-quality.md): best example + centroid + centroid of the 4
 # nearest examples, on centred vectors.
@@ -147,7 +186,7 @@ def convert(source: str | Path, out_dir: str | Path, k: int, seed: int = 0,
     """
     if aggregation not in ("top_k_mean", "max_local_centroid"):
         nearest = None
-    dataset = orjson.loads(Path(source).read_bytes())
+    dataset = read_dataset(source)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     config = out / f"clinc150-k{k}.yaml"

@@ -15,7 +15,7 @@ from semproxy.config.loader import load_file
 from semproxy.config.runtime import GatewayConfig
 from semproxy.quality import calibrate as cal
 from semproxy.quality.evaluate import evaluate, render
-from semproxy.quality.labelled import LabelledDataError, LabelledPrompt, check_labels, load_jsonl
+from semproxy.quality.labelled import LabelledPrompt, check_labels, load_jsonl
 from semproxy.quality.metrics import Confusion
 from semproxy.quality.progress import ProgressBar
 from semproxy.quality.tuning import propose, score_all, thresholds_to_write
@@ -31,13 +31,8 @@ def run_eval(args: argparse.Namespace) -> int:
         print(f"wrote {config} and {data}", file=sys.stderr)
         args.config, args.route, args.data = str(config), "clinc150", str(data)
     if not (args.config and args.route and args.data):
-        print("eval: give --config, --route and --data (or --clinc150 PATH)", file=sys.stderr)
-        return 2
-    try:
-        return asyncio.run(_eval(args))
-    except LabelledDataError as exc:
-        print(f"eval: {exc}", file=sys.stderr)
-        return 1
+        raise ValueError("give --config, --route and --data (or --clinc150 PATH)")
+    return asyncio.run(_eval(args))
 
 
 async def _eval(args: argparse.Namespace) -> int:
@@ -55,14 +50,12 @@ async def _eval(args: argparse.Namespace) -> int:
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
-    try:
-        goal = cal.objective(args.objective)
-        if not 0 <= args.holdout < 1:
-            raise ValueError("--holdout must be in [0, 1)")
-        return asyncio.run(_calibrate(args, goal))
-    except (LabelledDataError, ValueError) as exc:
-        print(f"calibrate: {exc}", file=sys.stderr)
-        return 1
+    """Mistakes (a bad objective, labels or data file) raise ValueError: the CLI
+    prints them on one line and exits 2."""
+    goal = cal.objective(args.objective)
+    if not 0 <= args.holdout < 1:
+        raise ValueError("--holdout must be in [0, 1)")
+    return asyncio.run(_calibrate(args, goal))
 
 
 def _line(name: str, c: Confusion) -> str:
