@@ -54,7 +54,7 @@ def test_calibrate_cli_writes_a_config_that_keeps_comments(
     data.write_text("\n".join(json.dumps(x) for x in [*LABELLED, *off_topic]))
     out = tmp_path / "calibrated.yaml"
     code = main(["calibrate", "--config", str(config), "--route", "r1", "--data", str(data),
-                 "--holdout", "0", "--write", str(out)])
+                 "--folds", "2", "--write", str(out)])
     assert code == 0
     printed = capsys.readouterr().out
     assert "before (config)" in printed and "balancer threshold" in printed

@@ -124,6 +124,35 @@ def route_config(dataset: dict[str, Any], k: int, seed: int, aggregation: str, c
                                        "instances": instances}}}]}
 
 
+def load_dataset(source: str | Path) -> dict[str, Any]:
+    """The data set in the layout above, from either file layout.
+
+    `clinc150_train_val.json` (the project's shared copy: train and val, each
+    phrase with its domain) is used as is. CLINC's own `data_full.json`
+    (github.com/clinc/oos-eval: `train`, `val`, `test` as [text, intent]
+    pairs, `oos_train`, `oos_val`, `oos_test`) needs the `domains.json` that
+    sits beside it in that repository; it brings the test split.
+    """
+    path = Path(source)
+    data = orjson.loads(path.read_bytes())
+    if isinstance(data, dict) and "splits" in data:
+        return dict(data)
+    if not (isinstance(data, dict) and "train" in data and "oos_val" in data):
+        raise ValueError(f"{path}: neither clinc150_train_val.json nor CLINC's data_full.json")
+    domains_file = path.parent / "domains.json"
+    try:
+        domains = orjson.loads(domains_file.read_bytes())
+    except OSError as exc:
+        raise ValueError(f"{domains_file}: CLINC's domains.json must sit beside "
+                         f"{path.name} ({exc.strerror})") from exc
+    to_domain = {intent: domain for domain, intents in domains.items() for intent in intents}
+    names = [s for s in ("train", "val", "test") if s in data]
+    return {"domains": domains, "intent_to_domain": to_domain,
+            "splits": {s: [[text, intent, to_domain[intent]] for text, intent in data[s]]
+                       for s in names},
+            "oos": {s: [text for text, _ in data.get(f"oos_{s}", [])] for s in names}}
+
+
 def labelled_lines(dataset: dict[str, Any], split: str = "val") -> list[bytes]:
     rows = [{"prompt": text, "instance": domain} for text, _, domain in dataset["splits"][split]]
     rows += [{"prompt": text, "instance": None} for text in dataset["oos"][split]]
@@ -143,11 +172,14 @@ def convert(source: str | Path, out_dir: str | Path, k: int, seed: int = 0,
             pick: str = "random") -> tuple[Path, Path]:
     """Write `clinc150-k{k}.yaml` and `clinc150-val.jsonl` into out_dir; return both paths.
 
+    When the source has a test split (CLINC's data_full.json), `clinc150-test.jsonl`
+    is written beside them, for figures on prompts nothing was tuned on.
+
     `nearest` (the balancer's `k`) is written only for aggregations that read it.
     """
     if aggregation not in ("top_k_mean", "max_local_centroid"):
         nearest = None
-    dataset = orjson.loads(Path(source).read_bytes())
+    dataset = load_dataset(source)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     config = out / f"clinc150-k{k}.yaml"
@@ -158,4 +190,7 @@ def convert(source: str | Path, out_dir: str | Path, k: int, seed: int = 0,
         encoding="utf-8")
     data = out / "clinc150-val.jsonl"
     data.write_bytes(b"\n".join(labelled_lines(dataset)) + b"\n")
+    if "test" in dataset["splits"]:
+        (out / "clinc150-test.jsonl").write_bytes(
+            b"\n".join(labelled_lines(dataset, "test")) + b"\n")
     return config, data
