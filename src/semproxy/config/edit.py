@@ -133,7 +133,7 @@ def _scalar(text: str, block: bool) -> str:
     return orjson.dumps(text).decode()
 
 
-def _append_items(text: str, node: Node, new: Sequence[str], is_json: bool) -> Edit:
+def _append_items(text: str, node: SequenceNode, new: Sequence[str], is_json: bool) -> Edit:
     items = node.value
     listed = ", ".join(_scalar(t, False) for t in new)
     if not items:
