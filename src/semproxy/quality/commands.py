@@ -15,7 +15,7 @@ from semproxy.config.loader import load_file
 from semproxy.config.runtime import GatewayConfig
 from semproxy.quality import calibrate as cal
 from semproxy.quality.evaluate import evaluate, rate_lines, render
-from semproxy.quality.labelled import LabelledDataError, LabelledPrompt, check_labels, load_jsonl
+from semproxy.quality.labelled import LabelledPrompt, check_labels, load_jsonl
 from semproxy.quality.metrics import Confusion
 from semproxy.quality.progress import ProgressBar
 from semproxy.quality.tuning import Proposal, propose, score_all, thresholds_to_write
