@@ -13,11 +13,12 @@ class Parsed:
     """A client request in the gateway's terms.
 
     `payload` is what goes upstream (a Chat Completions body, or an embeddings
-    body); `text` is the user's own words that semantic routing compares.
+    body); `text` is the user's own words that semantic routing compares, None
+    for a request that is not routed on meaning (embeddings).
     """
 
     payload: dict[str, Any]
-    text: str
+    text: str | None
 
 
 class StreamTranslator(Protocol):

@@ -18,7 +18,9 @@ import orjson
 from aiohttp import web
 
 from semproxy.balancer.semantic import Decision
+from semproxy.config.runtime import InstanceSpec
 from semproxy.errors import (
+    BadRequestError,
     GatewayError,
     UnavailableError,
     UpstreamConnectError,
@@ -28,7 +30,8 @@ from semproxy.errors import (
 )
 from semproxy.observability.observer import RequestObserver
 from semproxy.protocols.contract import ClientProtocol, StreamTranslator
-from semproxy.providers.base import Reply
+from semproxy.protocols.models import anthropic_list, openai_list
+from semproxy.providers.base import EmbeddingsRelay, Reply
 from semproxy.providers.http import HttpClients
 from semproxy.server.auth import authenticate
 from semproxy.server.exchange import (
@@ -39,7 +42,7 @@ from semproxy.server.exchange import (
     request_id,
     usage_from_body,
 )
-from semproxy.server.inbound import CHAT, protocol_for
+from semproxy.server.inbound import CHAT, EMBEDDINGS, is_models, protocol_for
 from semproxy.server.request import read_body
 from semproxy.server.routes import Candidates, RouteState, RouteTable
 
@@ -83,15 +86,27 @@ async def handle(request: web.Request, table: RouteTable, clients: HttpClients,
 
 async def serve(request: web.Request, exchange: Exchange, table: RouteTable,
                 clients: HttpClients, observer: RequestObserver) -> web.StreamResponse:
+    if is_models(request.path, request.method):
+        return list_models(request, exchange, table)
     route = exchange.route = table.match(request.path, request.method)
     exchange.consumer = authenticate(request, route.spec, table.config.consumers)
     parsed = exchange.protocol.parse(await read_body(
         request, route.spec.max_body, table.config.client_body_timeout_s))
     payload = exchange.payload = parsed.payload
-    if route.semantic is not None:
+    if route.semantic is not None and parsed.text is not None:
         exchange.decision = await decide(route, parsed.text, observer)
     candidates = route.candidates(request, exchange.decision, exchange.consumer)
     return await failover(request, exchange, candidates, payload, clients, observer)
+
+
+def list_models(request: web.Request, exchange: Exchange, table: RouteTable) -> web.Response:
+    """The route's models, in the list shape of the SDK that asks."""
+    route = exchange.route = table.find(request.path)
+    exchange.consumer = authenticate(request, route.spec, table.config.consumers)
+    is_anthropic = "anthropic-version" in request.headers
+    body = anthropic_list(route.spec) if is_anthropic else openai_list(route.spec)
+    return web.Response(body=orjson.dumps(body), content_type="application/json",
+                        headers={"X-Request-Id": exchange.request_id})
 
 
 async def decide(route: RouteState, text: str, observer: RequestObserver) -> Decision:
@@ -124,6 +139,11 @@ async def failover(request: web.Request, exchange: Exchange, candidates: Candida
     assert route is not None
     health = route.health
     skip = health.unusable(route.names)
+    if exchange.protocol is EMBEDDINGS:
+        if len(route.without_embeddings) == len(route.names):
+            raise BadRequestError(f"route {route.spec.id} has no instance that serves "
+                                  "embeddings")
+        skip = skip | route.without_embeddings
     tried: set[str] = set()
     name = candidates.next(skip)
     if name is None:
@@ -131,7 +151,7 @@ async def failover(request: web.Request, exchange: Exchange, candidates: Candida
     while True:
         tried.add(name)
         health.claim(name)
-        result = await _attempt(route, name, payload, clients, exchange.request_id)
+        result = await _attempt(route, name, payload, clients, exchange)
         _record(exchange, observer, name, result)
         exchange.model = _model(route.by_name[name].options, payload)
         nxt = candidates.next(tried | skip) if _may_retry(exchange, result) else None
@@ -145,12 +165,16 @@ async def failover(request: web.Request, exchange: Exchange, candidates: Candida
 
 
 async def _attempt(route: RouteState, name: str, payload: dict[str, Any], clients: HttpClients,
-                   rid: str) -> Result:
+                   exchange: Exchange) -> Result:
     instance = route.by_name[name]
     started = time.monotonic()
     try:
-        reply = await instance.provider.chat(clients, instance.target,
-                                             {**payload, **instance.options}, rid)
+        sent = {**payload, **instance.options}
+        if exchange.protocol is EMBEDDINGS:
+            reply = await _embeddings(instance, clients, sent, exchange.request_id)
+        else:
+            reply = await instance.provider.chat(clients, instance.target, sent,
+                                                 exchange.request_id)
         # A whole body is read here, inside the attempt: a connection that breaks
         # before the client saw a byte can still fail over. Streams cannot.
         body = None if _is_stream(reply) else await reply.read()
@@ -158,6 +182,13 @@ async def _attempt(route: RouteState, name: str, payload: dict[str, Any], client
         return Result(_transport_outcome(exc), time.monotonic() - started, error=exc)
     outcome = "ok" if reply.status < 400 else f"http_{reply.status}"
     return Result(outcome, time.monotonic() - started, reply, body)
+
+
+async def _embeddings(instance: InstanceSpec, clients: HttpClients, body: dict[str, Any],
+                      rid: str) -> Reply:
+    provider, target = instance.provider, instance.embeddings_target
+    assert isinstance(provider, EmbeddingsRelay) and target is not None  # skipped otherwise
+    return await provider.relay_embeddings(clients, target, body, rid)
 
 
 def _model(options: Mapping[str, Any], payload: dict[str, Any]) -> str | None:

@@ -136,6 +136,11 @@ class RouteState:
         """Instance names in config order (read twice per request: built once)."""
         return tuple(i.name for i in self.spec.instances)
 
+    @cached_property
+    def without_embeddings(self) -> frozenset[str]:
+        """Instances that cannot answer an embeddings request (skipped for one)."""
+        return frozenset(i.name for i in self.spec.instances if i.embeddings_target is None)
+
     def candidates(self, request: web.Request, decision: Decision | None,
                    consumer: str | None = None) -> Candidates:
         spec = self.spec
@@ -189,11 +194,15 @@ class RouteTable:
                                 key=lambda r: -len(r.spec.uri))
         self.by_id = {r.spec.id: r for r in self.routes}
 
-    def match(self, path: str, method: str) -> RouteState:
+    def find(self, path: str) -> RouteState:
         route = self._exact.get(path) or next(
             (r for r in self._prefixes if path.startswith(r.spec.uri)), None)
         if route is None:
             raise NotFoundError(f"no route for {path}")
+        return route
+
+    def match(self, path: str, method: str) -> RouteState:
+        route = self.find(path)
         if method not in route.spec.methods:
             raise MethodNotAllowedError(f"method {method} not allowed on {path}")
         return route
