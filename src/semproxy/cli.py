@@ -31,7 +31,8 @@ def _serve(args: argparse.Namespace) -> int:
         load_file(args.config)  # fail fast, with field paths, before any worker starts
     if args.no_access_log:
         logging.getLogger("semproxy.access").setLevel(logging.WARNING)
-    return run(functools.partial(make_source, args), args.listen, args.workers)
+    return run(functools.partial(make_source, args), args.listen, args.workers,
+               args.max_connections)
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -93,6 +94,9 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--prefix", default="/semproxy", help="etcd key prefix")
     serve.add_argument("--listen", help="HOST:PORT, overrides the config's listen")
     serve.add_argument("--workers", type=int, default=1)
+    serve.add_argument("--max-connections", type=int,
+                       help="client connections per worker and listener; beyond it the oldest "
+                            "are closed (default: 4096, less if the open-file limit is low)")
     serve.add_argument("--no-access-log", action="store_true")
     serve.set_defaults(func=_serve)
     validate = sub.add_parser("validate", help="check a config file")
