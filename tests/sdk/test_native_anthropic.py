@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 import anthropic
 import openai
 import pytest
-from tests.conftest import GatewayFactory, route_config
-from tests.fakes import FakeAnthropic
+from tests.conftest import GatewayFactory, instance, route_config
+from tests.fakes import FakeAnthropic, FakeLLM
 
 from semproxy.server.run import RunningGateway
 
@@ -93,3 +93,39 @@ async def test_an_anthropic_client_through_a_native_instance_keeps_tools_and_sto
     assert claude.posts[0].json["max_tokens"] == 50
     assert streamed.content[0].text == "[claude] claude-x: hi"  # type: ignore[union-attr]
     assert streamed.usage.input_tokens == 7 and streamed.usage.output_tokens == 3
+
+
+async def test_an_anthropic_request_reaches_a_native_instance_unchanged(
+        native: RunningGateway, claude: FakeAnthropic) -> None:
+    content = [{"type": "document", "source": {"type": "text", "media_type": "text/plain",
+                                               "data": "notes"}},
+               {"type": "text", "text": "summarise", "cache_control": {"type": "ephemeral"}}]
+    async with anthropic.AsyncAnthropic(base_url=native.url, api_key="x", max_retries=0) as c:
+        message = await c.messages.create(model="m", max_tokens=20, extra_body={"top_k": 5},
+                                          messages=[{"role": "user", "content": content}])
+    sent = claude.last_request.json
+    assert sent["messages"][0]["content"] == content
+    assert sent["top_k"] == 5 and sent["model"] == "claude-x"  # options still apply
+    assert message.id == "msg_1"  # the upstream's own answer, not a translation
+    assert message.content[0].text == "[claude] claude-x: summarise"  # type: ignore[union-attr]
+
+
+async def test_blocks_chat_cannot_carry_go_only_to_native_instances(
+        gateway: GatewayFactory, claude: FakeAnthropic, up: FakeLLM) -> None:
+    native_inst = {"name": "c", "provider": "anthropic-messages", "weight": 1,
+                   "options": {"model": "claude-x"}, "override": {"endpoint": claude.url}}
+    mixed = await gateway(route_config([instance("o", up.url), native_inst], uri="/v1/*"))
+    plain = await gateway(route_config([instance("o", up.url)], uri="/v1/*"))
+    body = {"model": "m", "max_tokens": 20, "messages": [{"role": "user", "content": [
+        {"type": "document", "source": {"type": "text", "media_type": "text/plain",
+                                        "data": "x"}}, {"type": "text", "text": "sum"}]}]}
+    for _ in range(3):  # round-robin would pick `o` every other time if it could
+        async with anthropic.AsyncAnthropic(base_url=mixed.url, api_key="x",
+                                            max_retries=0) as c:
+            message = await c.messages.create(**body)  # type: ignore[arg-type]
+        assert message.content[0].text.startswith("[claude]")  # type: ignore[union-attr]
+    assert up.posts == []
+    async with anthropic.AsyncAnthropic(base_url=plain.url, api_key="x", max_retries=0) as c:
+        with pytest.raises(anthropic.BadRequestError) as raised:
+            await c.messages.create(**body)  # type: ignore[arg-type]
+    assert "unsupported block 'document'" in raised.value.message

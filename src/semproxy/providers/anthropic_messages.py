@@ -5,7 +5,9 @@ Anthropic's OpenAI-compatible endpoint. This one speaks Anthropic's own
 protocol, so tool use, stop reasons and usage come back as Anthropic reports
 them. The gateway's Chat Completions body is translated on the way out and the
 answer (whole, streamed, or an error) on the way back, so every client
-protocol, failover and metrics work as with any other provider.
+protocol, failover and metrics work as with any other provider. An Anthropic
+client's own request is sent unchanged (`relay_native`) and its answer relayed
+unchanged: nothing is lost to translation (cache control, documents, thinking).
 Credentials go in `auth.header` (`x-api-key`); `anthropic-version` is sent as
 2023-06-01 unless the instance sets its own.
 """
@@ -63,6 +65,7 @@ class MessagesReply:
 
 class AnthropicMessagesProvider(OpenAIStyleProvider):
     name = "anthropic-messages"
+    native_protocol = "messages"  # Anthropic clients' requests go as they are
     base_url = "https://api.anthropic.com"
     chat_path = "/v1/messages"
     embeddings_path = None
@@ -74,6 +77,10 @@ class AnthropicMessagesProvider(OpenAIStyleProvider):
         return Target(url=target.url, headers={**target.headers,
                                                "anthropic-version": API_VERSION},
                       net=net, model=model, label=target.label)
+
+    async def relay_native(self, clients: HttpClients, target: Target, body: dict[str, Any],
+                           request_id: str = "") -> Reply:
+        return await clients.post(target, orjson.dumps(body), request_id)
 
     async def chat(self, clients: HttpClients, target: Target, body: dict[str, Any],
                    request_id: str = "") -> MessagesReply:

@@ -69,6 +69,16 @@ class EmbeddingsRelay(Protocol):
                                request_id: str = "") -> Reply: ...
 
 
+@runtime_checkable
+class NativeRelay(Protocol):
+    """Speaks a client protocol natively: a request in that protocol goes as it is."""
+
+    native_protocol: ClassVar[str]  # the ClientProtocol name, e.g. "messages"
+
+    async def relay_native(self, clients: HttpClients, target: Target, body: dict[str, Any],
+                           request_id: str = "") -> Reply: ...
+
+
 def join_url(endpoint: str, path: str) -> str:
     """A bare scheme+host endpoint gets the provider path; a full URL is used as given."""
     parts = urlsplit(endpoint)

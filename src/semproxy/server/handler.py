@@ -31,7 +31,7 @@ from semproxy.errors import (
 from semproxy.observability.observer import RequestObserver
 from semproxy.protocols.contract import ClientProtocol, StreamTranslator
 from semproxy.protocols.models import anthropic_list, openai_list
-from semproxy.providers.base import EmbeddingsRelay, Reply
+from semproxy.providers.base import EmbeddingsRelay, NativeRelay, Reply
 from semproxy.providers.http import HttpClients
 from semproxy.server.auth import authenticate
 from semproxy.server.exchange import (
@@ -61,6 +61,7 @@ class Result:
     reply: Reply | None = None
     body: bytes | None = None  # read before relaying, unless the reply is an event stream
     error: UpstreamError | None = None
+    native: bool = False  # the answer is in the client's protocol already
 
 
 async def handle(request: web.Request, table: RouteTable, clients: HttpClients,
@@ -93,6 +94,7 @@ async def serve(request: web.Request, exchange: Exchange, table: RouteTable,
     parsed = exchange.protocol.parse(await read_body(
         request, route.spec.max_body, table.config.client_body_timeout_s))
     payload = exchange.payload = parsed.payload
+    exchange.parsed = parsed
     if route.semantic is not None and parsed.text is not None:
         exchange.decision = await decide(route, parsed.text, observer)
     candidates = route.candidates(request, exchange.decision, exchange.consumer)
@@ -139,11 +141,7 @@ async def failover(request: web.Request, exchange: Exchange, candidates: Candida
     assert route is not None
     health = route.health
     skip = health.unusable(route.names)
-    if exchange.protocol is EMBEDDINGS:
-        if len(route.without_embeddings) == len(route.names):
-            raise BadRequestError(f"route {route.spec.id} has no instance that serves "
-                                  "embeddings")
-        skip = skip | route.without_embeddings
+    skip = skip | _unable(exchange, route)
     tried: set[str] = set()
     name = candidates.next(skip)
     if name is None:
@@ -164,24 +162,53 @@ async def failover(request: web.Request, exchange: Exchange, candidates: Candida
         name = nxt
 
 
+def _unable(exchange: Exchange, route: RouteState) -> frozenset[str]:
+    """Instances that cannot serve this request at all (the loop skips them)."""
+    if exchange.protocol is EMBEDDINGS:
+        if len(route.without_embeddings) == len(route.names):
+            raise BadRequestError(f"route {route.spec.id} has no instance that serves "
+                                  "embeddings")
+        return route.without_embeddings
+    parsed = exchange.parsed
+    if parsed is None or parsed.unsupported is None:
+        return frozenset()
+    native = route.native.get(exchange.protocol.name, frozenset())
+    if not native:
+        raise parsed.unsupported
+    return frozenset(route.names) - native
+
+
 async def _attempt(route: RouteState, name: str, payload: dict[str, Any], clients: HttpClients,
                    exchange: Exchange) -> Result:
     instance = route.by_name[name]
     started = time.monotonic()
+    parsed = exchange.parsed
+    native = parsed.native if parsed is not None and name in route.native.get(
+        exchange.protocol.name, ()) else None
     try:
-        sent = {**payload, **instance.options}
-        if exchange.protocol is EMBEDDINGS:
-            reply = await _embeddings(instance, clients, sent, exchange.request_id)
+        if native is not None:
+            reply = await _native(instance, clients, {**native, **instance.options},
+                                  exchange.request_id)
+        elif exchange.protocol is EMBEDDINGS:
+            reply = await _embeddings(instance, clients, {**payload, **instance.options},
+                                      exchange.request_id)
         else:
-            reply = await instance.provider.chat(clients, instance.target, sent,
-                                                 exchange.request_id)
+            reply = await instance.provider.chat(
+                clients, instance.target, {**payload, **instance.options}, exchange.request_id)
         # A whole body is read here, inside the attempt: a connection that breaks
         # before the client saw a byte can still fail over. Streams cannot.
         body = None if _is_stream(reply) else await reply.read()
     except UpstreamError as exc:
         return Result(_transport_outcome(exc), time.monotonic() - started, error=exc)
     outcome = "ok" if reply.status < 400 else f"http_{reply.status}"
-    return Result(outcome, time.monotonic() - started, reply, body)
+    return Result(outcome, time.monotonic() - started, reply, body, native=native is not None)
+
+
+async def _native(instance: InstanceSpec, clients: HttpClients, body: dict[str, Any],
+                  rid: str) -> Reply:
+    provider = instance.provider
+    assert isinstance(provider, NativeRelay)  # route.native lists only these
+    return await provider.relay_native(clients, instance.target, body, rid)
 
 
 async def _embeddings(instance: InstanceSpec, clients: HttpClients, body: dict[str, Any],
@@ -247,7 +274,7 @@ async def _conclude(request: web.Request, exchange: Exchange, result: Result
     if _failed(exchange, result):
         _log_exhausted(exchange)
     if result.reply is not None:
-        return await relay(request, exchange, result.reply, result.body)
+        return await relay(request, exchange, result.reply, result.body, result.native)
     tried = ", ".join(f"{a.instance} {a.describe()}" for a in exchange.attempts)
     error: UpstreamError = UpstreamError(f"no instance could serve the request; tried: {tried}")
     if len(exchange.attempts) == 1 and isinstance(result.error, UpstreamTimeoutError):
@@ -286,14 +313,15 @@ def debug_headers(exchange: Exchange) -> dict[str, str]:
     return headers
 
 
-async def relay(request: web.Request, exchange: Exchange, reply: Reply, body: bytes | None
-                ) -> web.StreamResponse:
-    """Send the chosen answer: ``body`` when it was read already, else the live stream."""
+async def relay(request: web.Request, exchange: Exchange, reply: Reply, body: bytes | None,
+                native: bool = False) -> web.StreamResponse:
+    """Send the chosen answer: ``body`` when it was read already, else the live stream.
+    A `native` answer is in the client's protocol already and goes as it is."""
     headers = debug_headers(exchange)
     if body is None:
-        return await relay_stream(request, exchange, reply, headers)
+        return await relay_stream(request, exchange, reply, headers, native)
     exchange.usage = usage_from_body(body)
-    if exchange.protocol is not CHAT:
+    if exchange.protocol is not CHAT and not native:
         body = translate(exchange.protocol, reply.status, body)
         headers["Content-Type"] = "application/json"
     else:
@@ -328,7 +356,7 @@ def upstream_error(body: bytes, status: int) -> tuple[str, str, str | None]:
 
 
 async def relay_stream(request: web.Request, exchange: Exchange, reply: Reply,
-                       headers: dict[str, str]) -> web.StreamResponse:
+                       headers: dict[str, str], native: bool = False) -> web.StreamResponse:
     """Relay SSE bytes as they arrive; never buffer a whole event stream.
 
     Once the first byte is out nothing can be retried: an upstream failure ends
@@ -342,7 +370,7 @@ async def relay_stream(request: web.Request, exchange: Exchange, reply: Reply,
         reply.release()
         raise
     usage = StreamUsage()
-    translator = exchange.protocol.stream(exchange.model)
+    translator = None if native else exchange.protocol.stream(exchange.model)
     try:
         async for chunk in reply.iter_chunks():
             if exchange.ttft is None:

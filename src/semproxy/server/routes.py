@@ -26,6 +26,7 @@ from semproxy.health.active import ActiveChecker
 from semproxy.health.state import HealthState
 from semproxy.observability.logging import log_line
 from semproxy.observability.observer import RequestObserver
+from semproxy.providers.base import NativeRelay
 from semproxy.providers.http import HttpClients
 from semproxy.server.hashkey import hash_key
 
@@ -140,6 +141,15 @@ class RouteState:
     def without_embeddings(self) -> frozenset[str]:
         """Instances that cannot answer an embeddings request (skipped for one)."""
         return frozenset(i.name for i in self.spec.instances if i.embeddings_target is None)
+
+    @cached_property
+    def native(self) -> dict[str, frozenset[str]]:
+        """Client protocol name -> instances that speak it natively."""
+        found: dict[str, set[str]] = {}
+        for i in self.spec.instances:
+            if isinstance(i.provider, NativeRelay):
+                found.setdefault(i.provider.native_protocol, set()).add(i.name)
+        return {k: frozenset(v) for k, v in found.items()}
 
     def candidates(self, request: web.Request, decision: Decision | None,
                    consumer: str | None = None) -> Candidates:
