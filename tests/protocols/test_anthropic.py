@@ -69,17 +69,26 @@ def test_routing_text_is_the_users_words_never_a_tool_result() -> None:
     assert routing_text(messages) == "now in french"
 
 
-@pytest.mark.parametrize("request_", [
-    {"messages": []},
-    {"messages": [{"role": "system", "content": "x"}]},
-    {"messages": [{"role": "user", "content": [{"type": "document", "source": {}}]}]},
-    {"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "web_search"}]},
-])
-def test_malformed_requests_are_refused_with_the_field_named(request_: dict[str, object]) -> None:
+def test_an_empty_conversation_is_refused() -> None:
     with pytest.raises(BadRequestError) as raised:
-        parse(**request_)
-    assert raised.value.message.split(":")[0] in ("messages", "messages.0.role",
-                                                   "messages.0.content.0.type", "tools.0")
+        parse(messages=[])
+    assert raised.value.message.startswith("messages:")
+
+
+@pytest.mark.parametrize(("request_", "field"), [
+    ({"messages": [{"role": "system", "content": "x"}]}, "messages.0.role"),
+    ({"messages": [{"role": "user", "content": [{"type": "document", "source": {}}]}]},
+     "messages.0.content.0.type"),
+    ({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "web_search"}]},
+     "tools.0"),
+])
+def test_what_chat_cannot_carry_is_kept_for_native_instances_with_the_field_named(
+        request_: dict[str, object], field: str) -> None:
+    body = {"model": "m", "max_tokens": 16, **request_}
+    parsed = AnthropicMessages().parse(orjson.dumps(body))
+    assert parsed.native == body and parsed.payload == {}
+    assert parsed.unsupported is not None
+    assert parsed.unsupported.message.startswith(field + ":")
 
 
 def test_length_stops_as_max_tokens() -> None:
