@@ -19,7 +19,7 @@ from semproxy.quality.labelled import LabelledDataError, LabelledPrompt, check_l
 from semproxy.quality.metrics import Confusion
 from semproxy.quality.progress import ProgressBar
 from semproxy.quality.tuning import propose, score_all, thresholds_to_write
-from semproxy.server.routes import open_selector
+from semproxy.semantic.router import router_for
 
 
 def run_eval(args: argparse.Namespace) -> int:
@@ -42,8 +42,8 @@ def run_eval(args: argparse.Namespace) -> int:
 
 async def _eval(args: argparse.Namespace) -> int:
     items = load_jsonl(args.data)
-    async with open_selector(load_file(args.config), args.route) as selector:
-        result = await evaluate(selector, items, ProgressBar(len(items), "eval"))
+    async with router_for(load_file(args.config), args.route) as router:
+        result = await evaluate(router, items, ProgressBar(len(items), "eval"))
     print(orjson.dumps(result.summary(), option=orjson.OPT_INDENT_2).decode() if args.json
           else render(result))
     if args.report:
@@ -77,11 +77,11 @@ async def _calibrate(args: argparse.Namespace, goal: Callable[[Confusion], cal.S
                      ) -> int:
     config = load_file(args.config)
     items: list[LabelledPrompt] = load_jsonl(args.data)
-    async with open_selector(config, args.route) as selector:
-        labels = [*selector.scorer.names, selector.spec.catchall]
+    async with router_for(config, args.route) as router:
+        labels = [*router.names, router.spec.catchall]
         check_labels(items, labels, args.data)
-        scored = await score_all(selector, items, ProgressBar(len(items), "scoring"))
-        found = propose(selector, scored, [i.text for i in items], goal, args.holdout)
+        scored = await score_all(router, items, ProgressBar(len(items), "scoring"))
+        found = propose(router, scored, [i.text for i in items], goal, args.holdout)
         where = (f"held-out {found.held_rows} prompts" if found.held_rows
                  else "all prompts (no hold-out)")
         print(f"objective {args.objective}; fitted on {found.fit_rows} prompts, "

@@ -12,14 +12,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from semproxy.balancer.semantic import decide
 from semproxy.config.runtime import RouteSpec
 from semproxy.quality import calibrate as cal
 from semproxy.quality.evaluate import CHUNK
 from semproxy.quality.labelled import LabelledPrompt
 from semproxy.quality.metrics import Confusion
 from semproxy.quality.progress import ProgressBar
-from semproxy.server.routes import SemanticSelector
+from semproxy.semantic.router import SemanticRouter
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +39,7 @@ class Proposal:
     measured: tuple[tuple[str, Confusion], ...]  # (name, confusion on the measured rows)
 
 
-async def score_all(selector: SemanticSelector, items: Sequence[LabelledPrompt],
+async def score_all(router: SemanticRouter, items: Sequence[LabelledPrompt],
                     bar: ProgressBar | None = None) -> Scored:
     """Blank prompts are scored as zero vectors: 0 everywhere, a catchall-like row.
 
@@ -49,44 +48,43 @@ async def score_all(selector: SemanticSelector, items: Sequence[LabelledPrompt],
     texts = [i.text for i in items]
     parts, negs = [], []
     for start in range(0, len(texts), CHUNK):
-        _, scores, negative = await selector.scorer.score_many(texts[start:start + CHUNK])
+        scores, negative = await router.score_many(texts[start:start + CHUNK])
         parts.append(scores)
         negs.append(negative)
         if bar is not None:
             bar.advance(len(scores))
     if bar is not None:
         bar.close()
-    labels = (*selector.scorer.names, selector.spec.catchall)
+    labels = (*router.names, router.spec.catchall)
     index = {name: i for i, name in enumerate(labels)}
     expected = np.array([index[i.instance or labels[-1]] for i in items], dtype=np.intp)
     negative = None if any(n is None for n in negs) else np.vstack(negs)  # type: ignore[arg-type]
     return Scored(labels, np.vstack(parts), negative, expected)
 
 
-def measure(selector: SemanticSelector, scored: Scored, thresholds: Sequence[float],
+def measure(router: SemanticRouter, scored: Scored, thresholds: Sequence[float],
             rows: np.ndarray) -> Confusion:
-    """The decisions `decide` itself makes with these thresholds, as a confusion matrix."""
-    spec, labels, neg = selector.spec, scored.labels, scored.negative
-    got = [decide(labels[:-1], scored.scores[i], thresholds, spec.catchall,
-                  min_margin=spec.min_margin, negative=None if neg is None else neg[i]).pick
+    """The decisions the router's own rule makes with these thresholds, as a confusion matrix."""
+    labels, neg = scored.labels, scored.negative
+    got = [router.decide(scored.scores[i], None if neg is None else neg[i], thresholds).pick
            for i in rows]
     return Confusion.from_names(labels, [labels[e] for e in scored.expected[rows]], got)
 
 
-def propose(selector: SemanticSelector, scored: Scored, texts: Sequence[str],
+def propose(router: SemanticRouter, scored: Scored, texts: Sequence[str],
             goal: Callable[[Confusion], cal.Score], holdout: float) -> Proposal:
     """Fit on one part, then measure config, single and per-instance thresholds on the rest."""
     fit_rows, held_rows = cal.split(texts, scored.expected.tolist(), holdout)
     neg = scored.negative
     fitted = cal.fit(scored.labels, scored.scores[fit_rows], scored.expected[fit_rows], goal,
-                     selector.spec.min_margin, None if neg is None else neg[fit_rows])
-    before = [i.threshold for i in selector.scorer.instances]
+                     router.spec.min_margin, None if neg is None else neg[fit_rows])
+    before = list(router.thresholds)
     rows = held_rows if len(held_rows) else fit_rows
     candidates = (("before (config)", before),
                   (f"threshold {fitted.threshold:.4f}", [fitted.threshold] * len(before)),
                   ("+ per-instance thresholds", list(fitted.thresholds)))
     return Proposal(fitted, len(fit_rows), len(held_rows),
-                    tuple((name, measure(selector, scored, th, rows)) for name, th in candidates))
+                    tuple((name, measure(router, scored, th, rows)) for name, th in candidates))
 
 
 def thresholds_to_write(route: RouteSpec, fitted: cal.Fit, names: Sequence[str],

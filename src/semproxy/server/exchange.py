@@ -18,9 +18,9 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from semproxy.balancer.semantic import Decision
 from semproxy.observability.logging import log_line
 from semproxy.observability.observer import RequestObserver
+from semproxy.semantic.decision import Decision
 from semproxy.server.routes import RouteState
 
 access_log = logging.getLogger("semproxy.access")

@@ -16,7 +16,6 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from semproxy.balancer.semantic import Decision
 from semproxy.errors import (
     GatewayError,
     UnavailableError,
@@ -28,6 +27,8 @@ from semproxy.errors import (
 from semproxy.observability.observer import RequestObserver
 from semproxy.providers.base import Reply
 from semproxy.providers.http import HttpClients
+from semproxy.semantic.decision import Decision
+from semproxy.semantic.query import routing_input
 from semproxy.server.auth import authenticate
 from semproxy.server.exchange import (
     Attempt,
@@ -37,7 +38,7 @@ from semproxy.server.exchange import (
     request_id,
     usage_from_body,
 )
-from semproxy.server.request import parse_chat, read_body, routing_text
+from semproxy.server.request import parse_chat, read_body
 from semproxy.server.routes import Candidates, RouteState, RouteTable
 
 log = logging.getLogger("semproxy.proxy")
@@ -89,14 +90,12 @@ async def decide(route: RouteState, payload: dict[str, Any], observer: RequestOb
                  ) -> Decision:
     assert route.semantic is not None
     started = time.monotonic()
-    hits = route.semantic.hits
-    text = routing_text(payload)
-    decision = await route.semantic.decide(text)
+    query = routing_input(payload)
+    decision, cached = await route.semantic.route(query)
     if decision.ranking:
-        observer.on_embedding(route.spec.id, time.monotonic() - started,
-                              route.semantic.hits > hits)
+        observer.on_embedding(route.spec.id, time.monotonic() - started, cached)
     observer.on_semantic(route.spec.id, decision,
-                         text if route.spec.logging.payloads else None)
+                         query.text if route.spec.logging.payloads else None)
     return decision
 
 
