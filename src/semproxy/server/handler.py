@@ -17,7 +17,6 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from semproxy.balancer.semantic import Decision
 from semproxy.config.runtime import InstanceSpec
 from semproxy.errors import (
     BadRequestError,
@@ -34,6 +33,8 @@ from semproxy.protocols.models import anthropic_list, openai_list
 from semproxy.providers.base import EmbeddingsRelay, NativeRelay, Reply
 from semproxy.providers.http import HttpClients
 from semproxy.providers.sse import sse_events
+from semproxy.semantic.decision import Decision
+from semproxy.semantic.query import RoutingInput
 from semproxy.server.auth import authenticate
 from semproxy.server.exchange import (
     Attempt,
@@ -116,11 +117,9 @@ async def decide(route: RouteState, text: str, observer: RequestObserver) -> Dec
     """Route on `text`, the user's own words as the client protocol tells them."""
     assert route.semantic is not None
     started = time.monotonic()
-    hits = route.semantic.hits
-    decision = await route.semantic.decide(text)
+    decision, cached = await route.semantic.route(RoutingInput(text))
     if decision.ranking:
-        observer.on_embedding(route.spec.id, time.monotonic() - started,
-                              route.semantic.hits > hits)
+        observer.on_embedding(route.spec.id, time.monotonic() - started, cached)
     observer.on_semantic(route.spec.id, decision,
                          text if route.spec.logging.payloads else None)
     return decision
