@@ -35,7 +35,7 @@ def peak_bytes() -> int:
 
 def bomb(size: int, wrap: int) -> bytes:
     packer = zlib.compressobj(9, zlib.DEFLATED, wrap)
-    head = packer.compress(b'{"x": "')
+    head = packer.compress(b'{"x": "') + packer.flush(zlib.Z_FULL_FLUSH)  # gzip header too
     block = packer.compress(b"a" * MIB) + packer.flush(zlib.Z_FULL_FLUSH)
     # After a full flush the compressor starts afresh: the same bytes inflate the same.
     return head + block * (size // MIB) + packer.compress(b'"}') + packer.flush()
