@@ -44,6 +44,7 @@ from semproxy.server.routes import Candidates, RouteState, RouteTable
 log = logging.getLogger("semproxy.proxy")
 
 SSE = "text/event-stream"
+LARGE_BODY = 256 * 1024  # relayed by `relay_large`; smaller bodies in one `web.Response`
 REQUEST_ID = web.RequestKey("semproxy.request_id", str)  # read by the error middleware
 
 
@@ -262,7 +263,30 @@ async def relay(request: web.Request, exchange: Exchange, reply: Reply, body: by
     exchange.usage = usage_from_body(body)
     exchange.response_body = body
     headers["Content-Type"] = reply.content_type or "application/json"
+    if len(body) >= LARGE_BODY:
+        return await relay_large(request, reply.status, headers, body)
     return web.Response(body=body, status=reply.status, headers=headers)
+
+
+async def relay_large(request: web.Request, status: int, headers: dict[str, str], body: bytes
+                      ) -> web.StreamResponse:
+    """Send a big body, and let it go at once if the client left while it was sent.
+
+    aiohttp reports a lost client through a future whose exception's traceback
+    leads back to the future (a reference cycle). With `web.Response` that cycle
+    also reaches the response and so the body; the worker's GC tuning may then
+    keep it for a long time. Here the traceback is dropped where the error is
+    caught, so nothing of this request stays reachable from the cycle.
+    """
+    response = web.StreamResponse(status=status, headers=headers)
+    response.content_length = len(body)
+    try:
+        await response.prepare(request)
+        await response.write(body)
+        await response.write_eof()
+    except ConnectionError as exc:  # aiohttp's ClientConnectionResetError is one too
+        exc.__traceback__ = None
+    return response
 
 
 async def relay_stream(request: web.Request, exchange: Exchange, reply: Reply,
