@@ -161,6 +161,9 @@ SECTIONS: dict[str, tuple[str, str]] = {
              "发往上游的凭据：附加的请求头和查询参数。管理 API 返回时会遮盖其值。"),
     "Override": ("Where the upstream lives, when it is not the provider's public URL.",
                  "上游地址，用于替换提供方的公共 URL。"),
+    "Tls": ("PEM files for TLS to one upstream; verification stays on unless `ssl_verify` "
+            "is false.", "连接某个上游所用的 TLS PEM 文件；除非 `ssl_verify` 为 false，"
+            "否则始终校验证书。"),
     "Checks": ("Health checks of one instance.", "单个实例的健康检查。"),
     "ActiveChecks": ("Background probes, with APISIX `checks.active` semantics. Only "
                      "scheme, host and port of the instance URL are probed.",
@@ -259,14 +262,37 @@ NOTES: dict[str, tuple[str, str]] = {
                                                 "took at most this many ms.",
                                                 "只有失败的那次尝试耗时不超过该毫秒数时"
                                                 "才切换。"),
-    "AIProxyMulti.timeout": ("Upstream timeout in ms (connect, headers and body).",
-                             "上游超时（毫秒），包括连接、响应头和响应体。"),
+    "AIProxyMulti.timeout": ("Upstream timeout in ms for each wait: connect, each read, "
+                             "each SSE event.",
+                             "上游每次等待的超时（毫秒）：连接、每次读取、每个 SSE 事件。"),
     "AIProxyMulti.keepalive": ("Reuse upstream connections.", "复用上游连接。"),
     "AIProxyMulti.keepalive_timeout": ("Idle time in ms before a pooled connection closes.",
                                        "连接池中空闲连接关闭前的时间（毫秒）。"),
     "AIProxyMulti.keepalive_pool": ("Accepted for APISIX compatibility; not used yet.",
                                     "为兼容 APISIX 而接受；目前未使用。"),
     "AIProxyMulti.ssl_verify": ("Verify upstream TLS certificates.", "校验上游 TLS 证书。"),
+    "AIProxyMulti.attempt_timeout": ("Deadline in ms for one whole non-streamed upstream attempt "
+                                  "(headers and body); unset: `timeout`. A stream gets it for "
+                                  "its headers, then `timeout` per event.",
+                                  "一次非流式上游尝试（响应头加响应体）的总时限（毫秒）；不设则"
+                                  "等于 `timeout`。流式响应的响应头受它约束，之后每个事件受 "
+                                  "`timeout` 约束。"),
+    "AIProxyMulti.max_resp_body_size": ("Largest non-streamed upstream body in bytes, after "
+                                     "gzip/deflate decoding; larger: 502, connection dropped.",
+                                     "非流式上游响应体上限（字节，按 gzip/deflate 解码后计）；"
+                                     "超过返回 502 并断开该连接。"),
+    "AIProxyMulti.max_sse_event_size": ("Largest single SSE event in bytes; a larger one ends "
+                                     "the stream with an error event.",
+                                     "单个 SSE 事件上限（字节）；超过则以错误事件结束该流。"),
+    "AIProxyMulti.max_connections_per_origin": ("Open connections per upstream origin; further "
+                                             "requests wait in a queue.",
+                                             "每个上游源站的最大连接数；更多请求排队等待。"),
+    "AIProxyMulti.proxy": ("HTTP proxy URL for upstream calls (`http://user:pw@host:port`); `\"\"` "
+                        "means none. Unset: `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY`, read at "
+                        "config load. https upstreams go through CONNECT.",
+                        "上游调用使用的 HTTP 代理 URL（`http://user:pw@host:port`）；`\"\"` "
+                        "表示不用代理。不设则在加载配置时读取 `HTTPS_PROXY`/`HTTP_PROXY`/"
+                        "`NO_PROXY`。https 上游经 CONNECT 隧道。"),
     "AIProxyMulti.max_req_body_size": ("Largest request body in bytes; larger gets 413.",
                                        "请求体上限（字节）；超过返回 413。"),
     "AIProxyMulti.logging": ("Access-log options.", "访问日志选项。"),
@@ -292,6 +318,10 @@ NOTES: dict[str, tuple[str, str]] = {
     "Instance.auth": ("Credentials for the upstream.", "上游凭据。"),
     "Instance.options": ("Keys written over the request body (`model` included).",
                          "覆盖请求体的键（包括 `model`）。"),
+    "Instance.proxy": ("This instance's proxy; overrides the route's `proxy`.",
+                       "该实例的代理；覆盖路由的 `proxy`。"),
+    "Instance.tls": ("PEM files for TLS to this instance (CA bundle, client certificate).",
+                     "连接该实例所用的 TLS PEM 文件（CA 证书包、客户端证书）。"),
     "Instance.override": ("Upstream URL override.", "上游 URL 覆盖。"),
     "Instance.checks": ("Active and passive health checks.", "主动与被动健康检查。"),
     "Instance.examples": ("Phrases this instance should serve (semantic routing).",
@@ -304,6 +334,13 @@ NOTES: dict[str, tuple[str, str]] = {
                            "算作匹配的最低分；覆盖均衡器的阈值。"),
     "Instance.catchall": ("Serves prompts that match no instance.",
                           "处理没有匹配任何实例的提示词。"),
+    # Tls
+    "Tls.ca_file": ("CA bundle that signs the upstream's certificate (instead of the "
+                    "system store).", "签发上游证书的 CA 证书包（代替系统证书库）。"),
+    "Tls.cert_file": ("Client certificate for mTLS upstreams.",
+                      "mTLS 上游所需的客户端证书。"),
+    "Tls.key_file": ("Key of the client certificate (when not in `cert_file`).",
+                     "客户端证书的私钥（不在 `cert_file` 中时）。"),
     # Auth
     "Auth.header": ("Headers added to upstream requests.", "附加到上游请求的请求头。"),
     "Auth.query": ("Query parameters added to the upstream URL.", "附加到上游 URL 的查询参数。"),
@@ -397,6 +434,10 @@ NOTES: dict[str, tuple[str, str]] = {
     "Embeddings.timeout": ("Embedding call timeout in ms.", "embedding 调用超时（毫秒）。"),
     "Embeddings.ssl_verify": ("Verify TLS of the embeddings endpoint.",
                               "校验 embeddings 接口的 TLS 证书。"),
+    "Embeddings.proxy": ("Proxy for the embeddings endpoint, as the route's `proxy`.",
+                         "embeddings 接口的代理，含义同路由的 `proxy`。"),
+    "Embeddings.tls": ("PEM files for TLS to the embeddings endpoint.",
+                       "连接 embeddings 接口所用的 TLS PEM 文件。"),
     "Embeddings.cache_size": ("Prompt vectors kept in the LRU cache; 0 disables it.",
                               "LRU 缓存保存的提示词向量数；0 表示关闭。"),
     "Embeddings.breaker_failures": ("Consecutive failures that open the breaker.",
@@ -430,6 +471,28 @@ NOTES: dict[str, tuple[str, str]] = {
     "AIProxy.keepalive_pool": ("Accepted for APISIX compatibility; not used yet.",
                                "为兼容 APISIX 而接受；目前未使用。"),
     "AIProxy.ssl_verify": ("Verify upstream TLS certificates.", "校验上游 TLS 证书。"),
+    "AIProxy.attempt_timeout": ("Deadline in ms for one whole non-streamed upstream attempt "
+                                  "(headers and body); unset: `timeout`. A stream gets it for "
+                                  "its headers, then `timeout` per event.",
+                                  "一次非流式上游尝试（响应头加响应体）的总时限（毫秒）；不设则"
+                                  "等于 `timeout`。流式响应的响应头受它约束，之后每个事件受 "
+                                  "`timeout` 约束。"),
+    "AIProxy.max_resp_body_size": ("Largest non-streamed upstream body in bytes, after "
+                                     "gzip/deflate decoding; larger: 502, connection dropped.",
+                                     "非流式上游响应体上限（字节，按 gzip/deflate 解码后计）；"
+                                     "超过返回 502 并断开该连接。"),
+    "AIProxy.max_sse_event_size": ("Largest single SSE event in bytes; a larger one ends "
+                                     "the stream with an error event.",
+                                     "单个 SSE 事件上限（字节）；超过则以错误事件结束该流。"),
+    "AIProxy.max_connections_per_origin": ("Open connections per upstream origin; further "
+                                             "requests wait in a queue.",
+                                             "每个上游源站的最大连接数；更多请求排队等待。"),
+    "AIProxy.proxy": ("HTTP proxy URL for upstream calls (`http://user:pw@host:port`); `\"\"` "
+                        "means none. Unset: `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY`, read at "
+                        "config load. https upstreams go through CONNECT.",
+                        "上游调用使用的 HTTP 代理 URL（`http://user:pw@host:port`）；`\"\"` "
+                        "表示不用代理。不设则在加载配置时读取 `HTTPS_PROXY`/`HTTP_PROXY`/"
+                        "`NO_PROXY`。https 上游经 CONNECT 隧道。"),
     "AIProxy.max_req_body_size": ("Largest request body in bytes.", "请求体上限（字节）。"),
     "AIProxy.logging": ("Access-log options.", "访问日志选项。"),
     "AIProxy.debug_headers": ("Send `X-AI-Instance`.", "发送 `X-AI-Instance`。"),

@@ -51,6 +51,7 @@ from semproxy.server.routes import Candidates, RouteState, RouteTable
 log = logging.getLogger("semproxy.proxy")
 
 SSE = "text/event-stream"
+LARGE_BODY = 256 * 1024  # relayed by `relay_large`; smaller bodies in one `web.Response`
 REQUEST_ID = web.RequestKey("semproxy.request_id", str)  # read by the error middleware
 
 
@@ -333,6 +334,8 @@ async def relay(request: web.Request, exchange: Exchange, reply: Reply, body: by
     else:
         headers["Content-Type"] = reply.content_type or "application/json"
     exchange.response_body = body
+    if len(body) >= LARGE_BODY:
+        return await relay_large(request, reply.status, headers, body)
     return web.Response(body=body, status=reply.status, headers=headers)
 
 
@@ -359,6 +362,27 @@ def upstream_error(body: bytes, status: int) -> tuple[str, str, str | None]:
         return (error["message"], str(error.get("type") or "upstream_error"),
                 code if isinstance(code, str) else None)
     return f"upstream answered HTTP {status}", "upstream_error", None
+
+
+async def relay_large(request: web.Request, status: int, headers: dict[str, str], body: bytes
+                      ) -> web.StreamResponse:
+    """Send a big body, and let it go at once if the client left while it was sent.
+
+    aiohttp reports a lost client through a future whose exception's traceback
+    leads back to the future (a reference cycle). With `web.Response` that cycle
+    also reaches the response and so the body; the worker's GC tuning may then
+    keep it for a long time. Here the traceback is dropped where the error is
+    caught, so nothing of this request stays reachable from the cycle.
+    """
+    response = web.StreamResponse(status=status, headers=headers)
+    response.content_length = len(body)
+    try:
+        await response.prepare(request)
+        await response.write(body)
+        await response.write_eof()
+    except ConnectionError as exc:  # aiohttp's ClientConnectionResetError is one too
+        exc.__traceback__ = None
+    return response
 
 
 async def relay_stream(request: web.Request, exchange: Exchange, reply: Reply,
