@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +78,10 @@ async def serve(request: web.Request, exchange: Exchange, table: RouteTable,
     exchange.consumer = authenticate(request, route.spec, table.config.consumers)
     payload = exchange.payload = parse_chat(await read_body(
         request, route.spec.max_body, table.config.client_body_timeout_s))
+    # The model as the client wrote it: the instance's configured one can come from
+    # the environment (`options.model: ${VAR}`) and has no place in every log line.
+    model = payload.get("model")
+    exchange.model = model if isinstance(model, str) else None
     if route.semantic is not None:
         exchange.decision = await decide(route, payload, observer)
     candidates = route.candidates(request, exchange.decision, exchange.consumer)
@@ -125,7 +128,6 @@ async def failover(request: web.Request, exchange: Exchange, candidates: Candida
         health.claim(name)
         result = await _attempt(route, name, payload, clients, exchange.request_id)
         _record(exchange, observer, name, result)
-        exchange.model = _model(route.by_name[name].options, payload)
         nxt = candidates.next(tried | skip) if _may_retry(exchange, result) else None
         if nxt is None:
             return await _conclude(request, exchange, result)
@@ -150,12 +152,6 @@ async def _attempt(route: RouteState, name: str, payload: dict[str, Any], client
         return Result(_transport_outcome(exc), time.monotonic() - started, error=exc)
     outcome = "ok" if reply.status < 400 else f"http_{reply.status}"
     return Result(outcome, time.monotonic() - started, reply, body)
-
-
-def _model(options: Mapping[str, Any], payload: dict[str, Any]) -> str | None:
-    """The model asked of the instance: its configured one overrides the client's."""
-    model = options.get("model", payload.get("model"))
-    return model if isinstance(model, str) else None
 
 
 def _is_stream(reply: Reply) -> bool:
@@ -209,8 +205,13 @@ async def _conclude(request: web.Request, exchange: Exchange, result: Result
         _log_exhausted(exchange)
     if result.reply is not None:
         return await relay(request, exchange, result.reply, result.body)
-    tried = ", ".join(f"{a.instance} {a.describe()}" for a in exchange.attempts)
-    error: UpstreamError = UpstreamError(f"no instance could serve the request; tried: {tried}")
+    message = "no instance could serve the request"
+    if exchange.route is not None and exchange.route.spec.debug_headers:
+        # Instance names and outcomes describe the deployment: only for routes
+        # whose debug switch is on (they are always in the log line above).
+        tried = ", ".join(f"{a.instance} {a.describe()}" for a in exchange.attempts)
+        message += f"; tried: {tried}"
+    error: UpstreamError = UpstreamError(message)
     if len(exchange.attempts) == 1 and isinstance(result.error, UpstreamTimeoutError):
         error = UpstreamTimeoutError(error.message)
     return web.Response(body=error.body(), status=error.status, headers=debug_headers(exchange),
