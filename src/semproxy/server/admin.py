@@ -20,7 +20,13 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from semproxy.config.loader import load_data
-from semproxy.config.masking import MASK, mask_secrets, masked_paths, restore_masked
+from semproxy.config.masking import (
+    MASK,
+    mask_secrets,
+    masked_paths,
+    restore_masked,
+    with_references,
+)
 from semproxy.config.runtime import GatewayConfig, admin_refusal, is_loopback
 from semproxy.config.secrets import variables_outside_credentials
 from semproxy.config.source import SourceError
@@ -128,7 +134,8 @@ class AdminAPI:
     async def get_config(self, request: web.Request) -> web.Response:
         config = self.gateway.config
         effective = config.raw.model_dump(mode="json", by_alias=True, exclude_none=True)
-        return json_response({"version": config.version, "config": mask_secrets(effective)})
+        shown = mask_secrets(with_references(effective, dict(config.document)))
+        return json_response({"version": config.version, "config": shown})
 
     async def list_routes(self, request: web.Request) -> web.Response:
         table = self.gateway.table
