@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import GatewayFactory, chat, instance, route_config
 from tests.fakes import FakeLLM
 
-from semproxy.observability.logging import JsonFormatter
+from semproxy.observability.logging import JsonFormatter, redact
 
 REFUSED = "http://127.0.0.1:9"  # discard port: nothing listens
 
@@ -51,3 +51,10 @@ async def test_a_502_names_the_instances_tried_only_with_debug_on(
         assert message == "no instance could serve the request"
     # The operator always has the detail in the log.
     assert any("reasoning (connect)" in r.getMessage() for r in caplog.records)
+
+
+def test_a_logged_authorization_line_masks_the_credential_after_its_scheme() -> None:
+    for line in ("Authorization: Token s3cr3t-token-value", "authorization=Basic dXNlcjpzM2Ny"):
+        shown = redact(f"bad header {line} in request")
+        assert "s3cr3t" not in shown and "dXNlcjpzM2Ny" not in shown
+        assert shown.endswith("*** in request")
