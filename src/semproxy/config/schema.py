@@ -94,6 +94,24 @@ class Override(Strict):
         return value
 
 
+def _proxy_url(value: str | None) -> str | None:
+    if value and not re.match(r"^https?://[^/\s]+", value):
+        raise ValueError("must be an http:// or https:// proxy URL, or \"\" for no proxy")
+    return value
+
+
+# A proxy for upstream calls; absent: HTTPS_PROXY/HTTP_PROXY/NO_PROXY decide.
+ProxyUrl = Annotated[str | None, AfterValidator(_proxy_url)]
+
+
+class Tls(Strict):
+    """PEM files for TLS to an upstream: a CA bundle to trust, a client certificate."""
+
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+
+
 def check_url(value: str) -> None:
     """An http(s) URL with a host and a port in range; the message never quotes it."""
     if not re.match(r"^https?://[^/\s]+", value):
@@ -165,6 +183,8 @@ class Instance(Strict):
     options: dict[str, Any] = Field(default_factory=dict)
     override: Override = Field(default_factory=Override)
     checks: Checks | None = None
+    proxy: ProxyUrl = None
+    tls: Tls | None = None
     examples: list[Example] | None = Field(default=None, min_length=1, max_length=64)
     negative_examples: list[Example] | None = Field(default=None, min_length=1, max_length=64)
     threshold: Threshold | None = None
@@ -193,6 +213,8 @@ class Embeddings(Strict):
     override: Override = Field(default_factory=Override)
     timeout: int = Field(default=3000, ge=1, le=60000)
     ssl_verify: bool = True
+    proxy: ProxyUrl = None
+    tls: Tls | None = None
     cache_size: int = Field(default=4096, ge=0)
     breaker_failures: int = Field(default=5, ge=1)
     breaker_cooldown: float = Field(default=10.0, gt=0)
@@ -220,6 +242,11 @@ class RouteSettings(Strict):
     keepalive_timeout: int = Field(default=60000, ge=1000)
     keepalive_pool: int = Field(default=30, ge=1)
     ssl_verify: bool = True
+    attempt_timeout: int | None = Field(default=None, ge=1)
+    max_resp_body_size: int = Field(default=32 * 1024 * 1024, ge=1)
+    max_sse_event_size: int = Field(default=8 * 1024 * 1024, ge=1)
+    max_connections_per_origin: int = Field(default=4096, ge=1)
+    proxy: ProxyUrl = None
     max_req_body_size: int = Field(default=10 * 1024 * 1024, ge=1)
     logging: Logging = Field(default_factory=Logging)
     debug_headers: bool = False
