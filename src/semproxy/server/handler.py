@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,6 +97,10 @@ async def serve(request: web.Request, exchange: Exchange, table: RouteTable,
         request, route.spec.max_body, table.config.client_body_timeout_s))
     payload = exchange.payload = parsed.payload
     exchange.parsed = parsed
+    # The model as the client wrote it: the instance's configured one can come from
+    # the environment (`options.model: ${VAR}`) and has no place in every log line.
+    model = payload.get("model")
+    exchange.model = model if isinstance(model, str) else None
     if route.semantic is not None and parsed.text is not None:
         exchange.decision = await decide(route, parsed.text, observer)
     candidates = route.candidates(request, exchange.decision, exchange.consumer)
@@ -152,7 +155,6 @@ async def failover(request: web.Request, exchange: Exchange, candidates: Candida
         health.claim(name)
         result = await _attempt(route, name, payload, clients, exchange)
         _record(exchange, observer, name, result)
-        exchange.model = _model(route.by_name[name].options, payload)
         nxt = candidates.next(tried | skip) if _may_retry(exchange, result) else None
         if nxt is None:
             return await _conclude(request, exchange, result)
@@ -219,12 +221,6 @@ async def _embeddings(instance: InstanceSpec, clients: HttpClients, body: dict[s
     return await provider.relay_embeddings(clients, target, body, rid)
 
 
-def _model(options: Mapping[str, Any], payload: dict[str, Any]) -> str | None:
-    """The model asked of the instance: its configured one overrides the client's."""
-    model = options.get("model", payload.get("model"))
-    return model if isinstance(model, str) else None
-
-
 def _is_stream(reply: Reply) -> bool:
     return reply.status == 200 and reply.content_type.startswith(SSE)
 
@@ -275,15 +271,19 @@ async def _conclude(request: web.Request, exchange: Exchange, result: Result
                     ) -> web.StreamResponse:
     """Relay the last answer; with none, report every instance tried and why."""
     if _failed(exchange, result):
-        _log_exhausted(exchange)
+        _log_exhausted(exchange, result)
     if result.reply is not None:
         return await relay(request, exchange, result.reply, result.body, result.native)
-    tried = ", ".join(f"{a.instance} {a.describe()}" for a in exchange.attempts)
-    # A broken answer (too large, invalid status, corrupt body) says why; refused and
-    # timed-out attempts are described by their outcome already.
-    last = f"; {result.error.message}" if type(result.error) is UpstreamError else ""
-    error: UpstreamError = UpstreamError(
-        f"no instance could serve the request; tried: {tried}{last}")
+    message = "no instance could serve the request"
+    if exchange.route is not None and exchange.route.spec.debug_headers:
+        # Instance names, outcomes and upstream addresses describe the deployment:
+        # only for routes whose debug switch is on (they are always in the log).
+        tried = ", ".join(f"{a.instance} {a.describe()}" for a in exchange.attempts)
+        # A broken answer (too large, invalid status, corrupt body) says why; refused
+        # and timed-out attempts are described by their outcome already.
+        last = f"; {result.error.message}" if type(result.error) is UpstreamError else ""
+        message += f"; tried: {tried}{last}"
+    error: UpstreamError = UpstreamError(message)
     if len(exchange.attempts) == 1 and isinstance(result.error, UpstreamTimeoutError):
         error = UpstreamTimeoutError(error.message)
     body = exchange.protocol.error(error.status, error.message, error.type, error.code)
@@ -291,11 +291,12 @@ async def _conclude(request: web.Request, exchange: Exchange, result: Result
                         content_type="application/json")
 
 
-def _log_exhausted(exchange: Exchange) -> None:
+def _log_exhausted(exchange: Exchange, result: Result) -> None:
     assert exchange.route is not None
     tried = ", ".join(f"{a.instance} ({a.outcome})" for a in exchange.attempts)
-    log.warning("route %s: giving up after %d attempt(s): %s", exchange.route.spec.id,
-                len(exchange.attempts), tried)
+    last = f"; {result.error.message}" if type(result.error) is UpstreamError else ""
+    log.warning("route %s: giving up after %d attempt(s): %s%s", exchange.route.spec.id,
+                len(exchange.attempts), tried, last)
 
 
 def debug_headers(exchange: Exchange) -> dict[str, str]:
