@@ -83,12 +83,26 @@ async def _calibrate(args: argparse.Namespace, goal: Callable[[Confusion], cal.S
         for name, confusion in found.measured:
             print(_line(name, confusion))
         print(f"balancer threshold: {found.fitted.threshold:.4f}")
+        _warn_if_few(found.held_rows or found.fit_rows)
         if args.per_instance:
             for name, t in zip(labels, found.fitted.thresholds, strict=False):
                 print(f"  {name:<24} {t:.4f}")
     if args.write:
         _write(args, config, found.fitted, labels[:-1])
     return 0
+
+
+# Below this many prompts the reported figures are too loose to act on: the 95%
+# interval of a share measured on n prompts is up to +-1.96 * sqrt(0.25 / n).
+FEW_PROMPTS = 50
+
+
+def _warn_if_few(rows: int) -> None:
+    if rows < FEW_PROMPTS:
+        half = 196 * (0.25 / max(rows, 1)) ** 0.5
+        print(f"warning: these figures rest on {rows} prompts (95% interval up to "
+              f"+-{half:.0f} points); label {FEW_PROMPTS} or more before trusting them",
+              file=sys.stderr)
 
 
 def _write(args: argparse.Namespace, config: GatewayConfig, fitted: cal.Fit,
