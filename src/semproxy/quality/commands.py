@@ -82,6 +82,10 @@ async def _calibrate(args: argparse.Namespace, goal: Callable[[Confusion], cal.S
         print(f"{'':<28} {'acc':>6} {'bal':>6} {'in-sc':>6} {'catch':>6} {'prec':>6}")
         for name, confusion in found.measured:
             print(_line(name, confusion))
+        print("acc: accuracy, catchall prompts included; bal: balanced accuracy (mean recall "
+              "per instance); in-sc: accuracy on prompts meant for an instance; catch: share "
+              "of catchall prompts that fell back; prec: share of routed prompts that reached "
+              "the right instance")
         print(f"balancer threshold: {found.fitted.threshold:.4f}")
         _warn_if_few(found.held_rows or found.fit_rows)
         if args.per_instance:
