@@ -48,16 +48,6 @@ def host_port(text: str) -> str:
     return text
 
 
-def holdout_share(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {value}")
-    return value
-
-
 def package_version() -> str:
     try:
         return version("semproxy")
@@ -207,6 +197,9 @@ def _quality_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
                     help="in-process embedding model, wordllama or all-MiniLM-L6-v2 (--clinc150)")
     ev.add_argument("--out", default="build/clinc150",
                     help="where --clinc150 writes its config and data")
+    ev.add_argument("--folds", type=int, default=5,
+                    help="also estimate calibrated figures by k-fold cross-validation "
+                         "(0: skip)")
     ev.set_defaults(func=_eval)
     cal = sub.add_parser("calibrate", help="choose thresholds on labelled prompts")
     cal.add_argument("--config", required=True, help="gateway config (YAML or JSON)")
@@ -215,8 +208,8 @@ def _quality_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
                      help="labelled JSONL: {prompt|messages, instance|null} per line")
     cal.add_argument("--objective", default="balanced",
                      help="balanced | accuracy | precision=P (default balanced)")
-    cal.add_argument("--holdout", type=holdout_share, default=0.3,
-                     help="share of the data kept out of fitting to report honest figures")
+    cal.add_argument("--folds", type=int, default=5,
+                     help="k-fold cross-validation: figures on prompts each fit did not see")
     cal.add_argument("--per-instance", action="store_true",
                      help="also write per-instance thresholds (they overfit on CLINC150)")
     cal.add_argument("--write", metavar="OUT.yaml", help="write the config with new thresholds")
