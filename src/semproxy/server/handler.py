@@ -33,6 +33,7 @@ from semproxy.protocols.contract import ClientProtocol, StreamTranslator
 from semproxy.protocols.models import anthropic_list, openai_list
 from semproxy.providers.base import EmbeddingsRelay, NativeRelay, Reply
 from semproxy.providers.http import HttpClients
+from semproxy.providers.sse import sse_events
 from semproxy.server.auth import authenticate
 from semproxy.server.exchange import (
     Attempt,
@@ -258,6 +259,8 @@ def _may_retry(exchange: Exchange, result: Result) -> bool:
     policy = exchange.route.spec.retry
     if not _failed(exchange, result):
         return False
+    if result.error is not None and result.error.may_have_arrived and not policy.resend:
+        return False  # never send a request twice unless the route asks for failover
     if policy.max_retries is not None and len(exchange.attempts) > policy.max_retries:
         return False
     return policy.within_ms is None or result.seconds * 1000 <= policy.within_ms
@@ -276,7 +279,11 @@ async def _conclude(request: web.Request, exchange: Exchange, result: Result
     if result.reply is not None:
         return await relay(request, exchange, result.reply, result.body, result.native)
     tried = ", ".join(f"{a.instance} {a.describe()}" for a in exchange.attempts)
-    error: UpstreamError = UpstreamError(f"no instance could serve the request; tried: {tried}")
+    # A broken answer (too large, invalid status, corrupt body) says why; refused and
+    # timed-out attempts are described by their outcome already.
+    last = f"; {result.error.message}" if type(result.error) is UpstreamError else ""
+    error: UpstreamError = UpstreamError(
+        f"no instance could serve the request; tried: {tried}{last}")
     if len(exchange.attempts) == 1 and isinstance(result.error, UpstreamTimeoutError):
         error = UpstreamTimeoutError(error.message)
     body = exchange.protocol.error(error.status, error.message, error.type, error.code)
@@ -357,22 +364,26 @@ def upstream_error(body: bytes, status: int) -> tuple[str, str, str | None]:
 
 async def relay_stream(request: web.Request, exchange: Exchange, reply: Reply,
                        headers: dict[str, str], native: bool = False) -> web.StreamResponse:
-    """Relay SSE bytes as they arrive; never buffer a whole event stream.
+    """Relay SSE events as they arrive; never buffer a whole event stream.
 
-    Once the first byte is out nothing can be retried: an upstream failure ends
-    the stream with an error event; a client that leaves closes the upstream.
+    Once the first byte is out nothing can be retried: an upstream failure (or an
+    event over `max_sse_event_size`, or slower than the timeout) ends the stream
+    with an error event; a client that leaves closes the upstream.
     """
     response = web.StreamResponse(status=200, headers={
         **headers, "Content-Type": SSE, "Cache-Control": "no-cache"})
     try:
         await response.prepare(request)
     except BaseException:  # the client is gone before the first byte: free the upstream
-        reply.release()
+        reply.abort()
         raise
+    assert exchange.route is not None
+    target = exchange.route.by_name[exchange.attempts[-1].instance].target
     usage = StreamUsage()
     translator = None if native else exchange.protocol.stream(exchange.model)
     try:
-        async for chunk in reply.iter_chunks():
+        async for chunk in sse_events(reply, target.net.max_event, target.net.timeout_s,
+                                      target.label):
             if exchange.ttft is None:
                 exchange.ttft = time.monotonic() - exchange.started
             usage.feed(chunk)
@@ -382,7 +393,7 @@ async def relay_stream(request: web.Request, exchange: Exchange, reply: Reply,
             await response.write(translator.close())
     except (ConnectionResetError, aiohttp.ClientConnectionResetError):
         log.info("client left mid-stream; closing the upstream request")
-        reply.release()
+        reply.abort()
         return response
     except (UpstreamError, TimeoutError) as exc:
         log.warning("upstream stream broke: %s", type(exc).__name__)

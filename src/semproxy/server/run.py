@@ -29,7 +29,7 @@ from semproxy.observability.decisions import DecisionLog
 from semproxy.observability.fanout import FanoutObserver
 from semproxy.observability.metrics import Metrics, use_multiprocess_dir
 from semproxy.server.admin import AdminAPI, check_admin_settings
-from semproxy.server.app import Gateway, build_app
+from semproxy.server.app import Gateway, build_app, stamp_headers
 from semproxy.server.listener import CappedTCPSite, default_max_connections, raise_open_file_limit
 from semproxy.server.playground import Playground
 from semproxy.server.reload import ConfigWatcher
@@ -128,6 +128,7 @@ async def _start_admin(running: RunningGateway, metrics: Metrics, decisions: Dec
 
     api = AdminAPI(running.gateway, running.watcher, source, render)
     app = api.app()
+    app.on_response_prepare.append(stamp_headers)
     config_path = source.path if isinstance(source, FileSource) else None
     Playground(running.gateway, decisions, config_path).mount(app)
     running.admin_host = split_listen(config.admin.listen)[0]
