@@ -253,13 +253,13 @@ def _instances(
         provider = cls(instance=inst.name)
         model = inst.options.get("model")
         model = model if isinstance(model, str) else None
-        own_net = _own_net(net, inst.proxy, inst.tls)
-        target = provider.target(inst.override.endpoint, inst.auth, model, own_net)
+        own = _own_net(net, inst.proxy, inst.tls)
+        target = provider.target(inst.override.endpoint, inst.auth, model, own)
         _check_target(target, ipath, errs)
         embeddings_target = None
         if isinstance(provider, EmbeddingsRelay) and provider.relays_embeddings():
             embeddings_target = provider.embeddings_target(inst.override.endpoint, inst.auth,
-                                                           model, own_net)
+                                                           model, own)
         out.append(InstanceSpec(
             name=inst.name, provider=provider, target=target,
             options=MappingProxyType(dict(inst.options)), weight=inst.weight,
@@ -360,7 +360,13 @@ def _catchall(multi: s.AIProxyMulti, ppath: str, errs: _Errors) -> str | None:
             errs.add(f"{ppath}.semantic_opts.fallback", f"no instance named {named!r}")
             return None
         return named
-    return marked[0][1].name if marked else multi.instances[0].name
+    if marked:
+        return marked[0][1].name
+    first = multi.instances[0].name
+    errs.warnings.append(f"{ppath}.instances: no instance is the catchall, so the first one "
+                         f"({first}) serves every prompt that clears no threshold; mark the "
+                         "intended one with catchall: true")
+    return first
 
 
 def _embeddings(e: s.Embeddings, epath: str, errs: _Errors) -> EmbeddingSpec | None:
