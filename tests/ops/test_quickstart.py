@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from semproxy.server.explain import explain
 
 from semproxy.config.loader import load_file
+from semproxy.semantic.explain import explain
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart.yaml"
 
