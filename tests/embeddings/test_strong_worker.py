@@ -82,4 +82,4 @@ async def test_the_embedder_sheds_with_a_reason_and_embeds_batches_outside_the_q
     assert caught.value.reason == "strong_shed"
     many = await embedder.embed(["a", "bb"])  # reference examples: not subject to the queue
     assert many[:, 0].tolist() == [1.0, 2.0]
-    await embedder.aclose()
+    await embedder.worker.aclose()

@@ -84,3 +84,21 @@ def learn(own: FloatArray, bounds: npt.NDArray[np.intp], background: FloatArray,
         outside = float(np.quantile(background[:, i], BACKGROUND_QUANTILE))
         thresholds.append(round((inside + outside) / 2, 6))
     return tuple(thresholds)
+
+
+def complete(thresholds: tuple[float | None, ...], refs: npt.NDArray[np.float32],
+             bounds: npt.NDArray[np.intp], background: npt.NDArray[np.float32],
+             score: Score, fallback: float = 0.0) -> tuple[float, ...]:
+    """`thresholds` with every None replaced by the learned threshold of that instance.
+
+    `refs` and `background` are the route's unit (or centred) vectors, exactly
+    as prompts are compared with them; `score` is the route's aggregation.
+    """
+    if all(t is not None for t in thresholds):
+        return tuple(t for t in thresholds if t is not None)
+    own = leave_one_out(refs, bounds, score)
+    background_scores = score(background, refs, bounds) if len(background) else \
+        np.zeros((0, len(bounds) - 1))
+    learned = learn(own, bounds, background_scores, fallback)
+    return tuple(mine if mine is not None else auto
+                 for mine, auto in zip(thresholds, learned, strict=True))

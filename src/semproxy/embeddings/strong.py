@@ -134,4 +134,4 @@ class StrongEmbedder:
         return await future
 
     async def aclose(self) -> None:
-        await self.worker.aclose()
+        """Nothing to release: the worker may be shared (minilm_onnx.strong_worker)."""

@@ -32,8 +32,15 @@ async def route_batch(selector: SemanticSelector, texts: Sequence[str]) -> list[
     todo = [i for i, text in enumerate(texts) if text]
     if not todo:
         return decisions
-    refs, scores, negative = await selector.scorer.score_many([texts[i] for i in todo])
+    if selector.cascade is None:
+        refs, scores, negative = await selector.scorer.score_many([texts[i] for i in todo])
+        row_refs = [refs] * len(todo)
+    else:  # model: accurate; each row decided with the thresholds of the stage that scored it
+        (refs, scores, negative), stages = await selector.cascade.score_many(
+            [texts[i] for i in todo])
+        row_refs = [selector.cascade.refs_for(stage) or refs for stage in stages]
     for row, i in enumerate(todo):
+        refs = row_refs[row]
         decisions[i] = decide(refs.names, scores[row], refs.thresholds, spec.catchall,
                               min_margin=spec.min_margin,
                               negative=None if negative is None else negative[row])
@@ -103,8 +110,9 @@ async def evaluate(selector: SemanticSelector, items: Sequence[LabelledPrompt],
     seconds = time.perf_counter() - started
     if bar is not None:
         bar.close()
-    return Evaluation(selector.route_id, selector.spec.catchall, tuple(names),
-                      {i.name: i.threshold for i in scorer.instances}, items, decisions, seconds)
+    thresholds = dict(zip(scorer.names, scorer.thresholds, strict=True))
+    return Evaluation(selector.route_id, selector.spec.catchall, tuple(names), thresholds,
+                      items, decisions, seconds)
 
 
 def _pct(value: float | None) -> str:

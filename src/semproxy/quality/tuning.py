@@ -80,7 +80,7 @@ def propose(selector: SemanticSelector, scored: Scored, texts: Sequence[str],
     neg = scored.negative
     fitted = cal.fit(scored.labels, scored.scores[fit_rows], scored.expected[fit_rows], goal,
                      selector.spec.min_margin, None if neg is None else neg[fit_rows])
-    before = [i.threshold for i in selector.scorer.instances]
+    before = list(selector.scorer.thresholds)
     rows = held_rows if len(held_rows) else fit_rows
     candidates = (("before (config)", before),
                   (f"threshold {fitted.threshold:.4f}", [fitted.threshold] * len(before)),

@@ -19,8 +19,7 @@ async def explain_with(selector: SemanticSelector, prompt: str) -> dict[str, Any
     # Exactly the text a request with this prompt would be routed on (capped, stripped).
     decision = await selector.decide(routing_text({"messages": [{"role": "user",
                                                                  "content": prompt}]}))
-    thresholds = dict(zip(selector.scorer.names,
-                          (i.threshold for i in selector.scorer.instances), strict=True))
+    thresholds = dict(zip(selector.scorer.names, selector.scorer.thresholds, strict=True))
     gap = margin(list(decision.ranking))
     return {
         "route": selector.route_id,

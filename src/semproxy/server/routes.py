@@ -7,7 +7,7 @@ that started on it; a reload builds a new table and swaps it in whole.
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Collection, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -19,6 +19,7 @@ from semproxy.balancer import Picker
 from semproxy.balancer.priority import build_picker
 from semproxy.balancer.semantic import NO_USER_TEXT, Decision, decide, fallback
 from semproxy.config.runtime import GatewayConfig, InstanceSpec, RouteSpec, SemanticSpec
+from semproxy.embeddings.cascade import CascadeScorer
 from semproxy.embeddings.factory import EmbedderPool
 from semproxy.embeddings.scorer import PromptScorer, References, ScoredInstance
 from semproxy.errors import BadRequestError, EmbeddingError, MethodNotAllowedError, NotFoundError
@@ -65,12 +66,18 @@ class SemanticSelector:
         self.route_id = route.id
         self.spec = spec
         with_examples = [i for i in route.instances if i.examples]
-        self.scorer = PromptScorer(
-            [ScoredInstance(i.name, i.examples, i.negative_examples,
-                            spec.threshold if i.threshold is None else i.threshold)
-             for i in with_examples],
-            pool.get(spec.embeddings), spec.aggregation, spec.k, spec.center,
-        )
+        scored = [ScoredInstance(i.name, i.examples, i.negative_examples,
+                                 i.threshold if i.threshold is not None
+                                 else None if spec.auto_threshold else spec.threshold)
+                  for i in with_examples]
+        self.scorer = PromptScorer(scored, pool.get(spec.embeddings), spec.aggregation, spec.k,
+                                   spec.center)
+        # model: accurate. The strong stage never centres: centring corrects the common
+        # component of averaged word vectors, and measured worse on MiniLM's vectors.
+        strong = pool.strong(spec.embeddings)
+        self.cascade = None if strong is None else CascadeScorer(
+            self.scorer, PromptScorer(scored, strong, spec.aggregation, spec.k))
+        self.stages: Counter[str] = Counter()  # cascade outcomes (strong, shed, ...)
         # A repeated prompt gets the decision it got before, as long as the
         # reference vectors it was scored against are still the current ones:
         # no embedding, no matrix product. Only scored decisions are kept;
@@ -107,7 +114,11 @@ class SemanticSelector:
 
     async def _score(self, text: str) -> Decision:
         try:
-            refs, scores, negative = await self.scorer.score(text)
+            if self.cascade is None:
+                refs, scores, negative = await self.scorer.score(text)
+            else:
+                (refs, scores, negative), stage = await self.cascade.score(text)
+                self.stages[stage] += 1
         except EmbeddingError as exc:
             log.warning("semantic routing: %s on route %s, serving %s", exc, self.route_id,
                         self.spec.catchall)
@@ -118,7 +129,8 @@ class SemanticSelector:
             return fallback(self.spec.catchall, "embedding_error")
         decision = decide(refs.names, scores, refs.thresholds, self.spec.catchall,
                           min_margin=self.spec.min_margin, negative=negative)
-        self._remember(text, refs, decision)
+        # Remembered against the fast stage's references, which both stages' live as long as.
+        self._remember(text, self.scorer.current or refs, decision)
         return decision
 
 
