@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from semproxy.balancer.semantic import decide
-from semproxy.quality.calibrate import fit, objective, picks, split
+from semproxy.quality.calibrate import fit, folds, objective, picks
 
 
 def test_vectorised_picks_match_decide_on_random_scores() -> None:
@@ -50,10 +50,18 @@ def test_unknown_objectives_are_refused(spec: str) -> None:
         objective(spec)
 
 
-def test_split_is_deterministic_stratified_and_order_free() -> None:
+def test_folds_are_deterministic_stratified_and_order_free() -> None:
     texts = [f"prompt {i}" for i in range(100)]
-    codes = [i % 2 for i in range(100)]
-    fit_rows, held = split(texts, codes, 0.3)
-    assert len(held) == 30 and sum(codes[i] for i in held) == 15
-    again, _ = split(texts[::-1], codes[::-1], 0.3)
-    assert sorted(texts[i] for i in fit_rows) == sorted(texts[::-1][i] for i in again)
+    codes = [int(i % 10 == 0) for i in range(100)]  # 10 rare prompts, 90 common ones
+    dealt = folds(texts, codes, 5)
+    # Every fold holds 2 of the 10 rare prompts and 18 of the 90 others.
+    assert [int(sum(codes[i] for i in range(100) if dealt[i] == f)) for f in range(5)] == [2] * 5
+    assert sorted(int((dealt == f).sum()) for f in range(5)) == [20] * 5
+    again = folds(texts[::-1], codes[::-1], 5)
+    assert {t: int(f) for t, f in zip(texts, dealt, strict=True)} == \
+        {t: int(f) for t, f in zip(texts[::-1], again, strict=True)}
+
+
+def test_fewer_than_two_folds_are_refused() -> None:
+    with pytest.raises(ValueError, match="at least 2"):
+        folds(["a", "b"], [0, 1], 1)

@@ -8,7 +8,7 @@ import yaml
 from tests.quality.conftest import LABELLED
 
 from semproxy.cli import main
-from semproxy.config.edit import ConfigEditError, set_thresholds
+from semproxy.config.edit import ConfigEditError, add_examples, set_thresholds
 
 
 def test_thresholds_are_set_in_place_keeping_comments(config_text: str) -> None:
@@ -54,7 +54,7 @@ def test_calibrate_cli_writes_a_config_that_keeps_comments(
     data.write_text("\n".join(json.dumps(x) for x in [*LABELLED, *off_topic]))
     out = tmp_path / "calibrated.yaml"
     code = main(["calibrate", "--config", str(config), "--route", "r1", "--data", str(data),
-                 "--holdout", "0", "--write", str(out)])
+                 "--folds", "2", "--write", str(out)])
     assert code == 0
     printed = capsys.readouterr().out
     assert "before (config)" in printed and "balancer threshold" in printed
@@ -63,3 +63,32 @@ def test_calibrate_cli_writes_a_config_that_keeps_comments(
     multi = yaml.safe_load(written)["routes"][0]["plugins"]["ai-proxy-multi"]
     # Without --per-instance, cooking's explicit threshold follows the new balancer one.
     assert multi["instances"][1]["threshold"] == multi["balancer"]["threshold"]
+
+
+def test_examples_are_appended_keeping_comments_and_quoting_what_needs_it(
+    config_text: str,
+) -> None:
+    out = add_examples(config_text, "r1", {"code": ["refactor: this class", "plain words"],
+                                          "general": ["hello there"]})
+    assert "# keep this comment" in out and "# an explicit one" in out
+    assert "              - 'refactor: this class'\n              - plain words\n" in out
+    instances = yaml.safe_load(out)["routes"][0]["plugins"]["ai-proxy-multi"]["instances"]
+    assert instances[0]["examples"][-2:] == ["refactor: this class", "plain words"]
+    assert instances[3]["examples"] == ["hello there"]  # the key did not exist
+
+
+def test_examples_are_appended_to_json_and_flow_lists(config_text: str) -> None:
+    as_json = json.dumps(yaml.safe_load(config_text), indent=2)
+    out = add_examples(as_json, "r1", {"weather": ['say "rain"']})
+    assert json.loads(out)["routes"][0]["plugins"]["ai-proxy-multi"]["instances"][2][
+        "examples"][-1] == 'say "rain"'
+    flow = config_text.replace("examples:\n              - will it rain tomorrow\n"
+                               "              - what is the weather forecast for the weekend",
+                               "examples: [will it rain tomorrow]")
+    out = add_examples(flow, "r1", {"weather": ["snow?"]})
+    assert "examples: [will it rain tomorrow, \"snow?\"]" in out
+
+
+def test_adding_examples_to_an_unknown_instance_writes_nothing(config_text: str) -> None:
+    with pytest.raises(ConfigEditError, match="no instance nope"):
+        add_examples(config_text, "r1", {"nope": ["x"]})

@@ -109,13 +109,15 @@ async def test_calibrate_rejects_an_unknown_objective(
 async def test_calibrate_proposes_a_route_the_admin_put_accepts(
     gw: RunningGateway, http: aiohttp.ClientSession, tmp_path: Path
 ) -> None:
-    url = admin(gw, "/admin/routes/auto/calibrate?objective=accuracy&holdout=0")
+    url = admin(gw, "/admin/routes/auto/calibrate?objective=accuracy&folds=2")
     async with http.post(url, data=LABELLED, headers=KEY) as resp:
         assert resp.status == 200
         body: dict[str, Any] = await resp.json()
     threshold = body["threshold"]
     assert [m["name"] for m in body["measured"]] == [
-        "before (config)", f"threshold {threshold:.4f}", "+ per-instance thresholds"]
+        "before (config)", "threshold (cross-validated)", "+ per-instance (cross-validated)"]
+    assert body["folds"] == 2 and body["prompts"] == len(LABELLED.splitlines())
+    assert body["measured"][0]["accuracy"]["n"] == body["prompts"]
     assert body["route"]["plugins"]["ai-proxy-multi"]["balancer"]["threshold"] == threshold
     # The download is the operator's own file, comments kept, threshold rewritten.
     config = body["config"]

@@ -1,4 +1,4 @@
-"""Rewrite thresholds in a config file in place, keeping its comments and layout.
+"""Rewrite thresholds and add examples in a config file in place, keeping comments and layout.
 
 A YAML round trip through a parser would drop every comment, and a new
 dependency (ruamel) only for this is not worth it. PyYAML's composer already
@@ -7,13 +7,16 @@ of an existing `threshold` key in place, or insert a `threshold` key next to
 the mapping's first key (block style) or before its closing brace (flow
 style, and JSON). The result is parsed again and must equal the original
 document with exactly those thresholds changed; otherwise nothing is written.
+New examples are appended the same way: a line per example after the last
+item of a block list, before the `]` of a flow list, or a new `examples` key.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import orjson
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
@@ -114,3 +117,91 @@ def _verify(before: str, after: str, route_id: str, threshold: float,
         raise ConfigEditError(f"the edited config does not parse: {exc}") from exc
     if got != expected:
         raise ConfigEditError("the edit changed more than the thresholds; nothing written")
+
+
+def _scalar(text: str, block: bool) -> str:
+    """One example as YAML: plain when that reads back as the same string, else quoted.
+
+    A double-quoted JSON string is also a valid YAML scalar, in block and flow
+    context and in a JSON file.
+    """
+    if block:
+        plain = yaml.safe_dump(text, width=1 << 20, allow_unicode=True)
+        plain = plain.removesuffix("\n").removesuffix("\n...").strip()
+        if "\n" not in plain and yaml.safe_load(plain) == text:
+            return plain
+    return orjson.dumps(text).decode()
+
+
+def _append_items(text: str, node: SequenceNode, new: Sequence[str], is_json: bool) -> Edit:
+    items = node.value
+    listed = ", ".join(_scalar(t, False) for t in new)
+    if not items:
+        close = text.rindex("]", node.start_mark.index, node.end_mark.index)
+        return (close, close, listed)
+    if node.flow_style or is_json:
+        end = items[-1].end_mark.index
+        return (end, end, ", " + listed)
+    first, last = items[0], items[-1]
+    line_start = text.rfind("\n", 0, first.start_mark.index) + 1
+    prefix = text[line_start:first.start_mark.index]  # indentation and "- "
+    if prefix.strip() != "-":
+        raise ConfigEditError("cannot append to a list whose first item shares a line")
+    end = last.end_mark.index
+    if end and text[end - 1] != "\n":
+        end = text.find("\n", end)
+        end = len(text) if end < 0 else end + 1
+    lines = "".join(f"{prefix}{_scalar(t, True)}\n" for t in new)
+    if end == len(text) and not text.endswith("\n"):
+        lines = "\n" + lines.removesuffix("\n")
+    return (end, end, lines)
+
+
+def add_examples(text: str, route_id: str, new: Mapping[str, Sequence[str]]) -> str:
+    """The config text with `new[name]` appended to each named instance's examples."""
+    is_json = text.lstrip().startswith("{")
+    root = yaml.compose(text)
+    if root is None:
+        raise ConfigEditError("the config is empty")
+    plugins = _get(_find_route(root, route_id), "plugins")
+    multi = None if plugins is None else _get(plugins, "ai-proxy-multi")
+    instances = None if multi is None else _get(multi, "instances")
+    if not isinstance(instances, SequenceNode):
+        raise ConfigEditError(f"route {route_id!r} has no ai-proxy-multi instances")
+    edits: list[Edit] = []
+    found = set()
+    for inst in instances.value:
+        name = _get(inst, "name")
+        if not (isinstance(name, ScalarNode) and new.get(name.value)):
+            continue
+        found.add(name.value)
+        examples = _get(inst, "examples")
+        if isinstance(examples, SequenceNode):
+            edits.append(_append_items(text, examples, new[name.value], is_json))
+        else:
+            flow = "[" + ", ".join(_scalar(t, False) for t in new[name.value]) + "]"
+            edits.append(_set_key(text, inst, "examples", flow, is_json))
+    missing = sorted(n for n, texts in new.items() if texts and n not in found)
+    if missing:
+        raise ConfigEditError(f"route {route_id!r} has no instance {', '.join(missing)}")
+    out = text
+    for start, end, value in sorted(edits, reverse=True):
+        out = out[:start] + value + out[end:]
+    _verify_examples(text, out, route_id, new)
+    return out
+
+
+def _verify_examples(before: str, after: str, route_id: str,
+                     new: Mapping[str, Sequence[str]]) -> None:
+    expected: Any = yaml.safe_load(before)
+    multi = next(r for r in expected["routes"] if r.get("id") == route_id)[
+        "plugins"]["ai-proxy-multi"]
+    for inst in multi["instances"]:
+        if new.get(inst.get("name")):
+            inst["examples"] = [*(inst.get("examples") or []), *new[inst["name"]]]
+    try:
+        got = yaml.safe_load(after)
+    except yaml.YAMLError as exc:
+        raise ConfigEditError(f"the edited config does not parse: {exc}") from exc
+    if got != expected:
+        raise ConfigEditError("the edit changed more than the examples; nothing written")

@@ -34,6 +34,8 @@ class Reply(Protocol):
 
     def release(self) -> None: ...
 
+    def abort(self) -> None: ...
+
 
 class ChatProvider(Protocol):
     def target(
@@ -127,7 +129,8 @@ class OpenAIStyleProvider:
 
     async def chat(self, clients: HttpClients, target: Target, body: dict[str, Any],
                    request_id: str = "") -> Reply:
-        return await clients.post(target, orjson.dumps(self.shape_body(body)), request_id)
+        return await clients.post(target, orjson.dumps(self.shape_body(body)), request_id,
+                                  stream=body.get("stream") is True)
 
     async def embed(self, clients: HttpClients, target: Target, texts: Sequence[str]) -> np.ndarray:
         payload: dict[str, Any] = {"input": list(texts)}

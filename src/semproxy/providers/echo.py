@@ -37,6 +37,9 @@ class MemoryReply:
     def release(self) -> None:
         self._chunks = []
 
+    def abort(self) -> None:
+        self._chunks = []
+
 
 def last_user_text(body: dict[str, Any]) -> str:
     for message in reversed(body.get("messages") or ()):

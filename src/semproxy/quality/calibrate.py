@@ -4,10 +4,12 @@ The search needs the decision for thousands of candidate thresholds, so it
 uses `picks`, a vectorised copy of `balancer.semantic.decide` (a test holds
 the two equal). Figures shown to the user come from `decide` itself.
 
-Method: a deterministic split (by a hash of each prompt, per label, so every
-run and every machine splits alike); on the fitting part, the best single
-threshold from a grid of score quantiles, then coordinate ascent over the
-per-instance thresholds, keeping a change only if it strictly helps. On
+Method: the best single threshold from a grid of score quantiles, then
+coordinate ascent over the per-instance thresholds, keeping a change only if
+it strictly helps. Figures come from k-fold cross-validation: each fold is
+decided with thresholds fitted on the other folds, so every labelled prompt
+is judged once by a fit that did not see it (`folds` deals the prompts, by a
+hash of each text, per label, so every run and machine deals alike). On
 CLINC150 the per-instance step gained on the fitting part and lost on the
 held-out part, so `calibrate` writes it only when asked (`--per-instance`).
 """
@@ -30,18 +32,23 @@ ROUNDS = 2
 Score = tuple[float, float]  # compared as a tuple: (constraint met, value)
 
 
-def split(texts: Sequence[str], codes: Sequence[int], holdout: float
-          ) -> tuple[IntArray, IntArray]:
-    """Indices to fit on and to hold out: `holdout` of each label, chosen by text hash."""
-    fit: list[int] = []
-    held: list[int] = []
+def folds(texts: Sequence[str], codes: Sequence[int], k: int) -> IntArray:
+    """The cross-validation fold (0..k-1) of every row, stratified by label.
+
+    Within each label, prompts are ordered by a hash of their text and dealt
+    round-robin into the folds, so every fold holds about 1/k of every label
+    (the 100 out-of-scope prompts of a file are spread over all folds, and all
+    of them are judged once) and every run and machine deals alike.
+    """
+    if k < 2:
+        raise ValueError("--folds must be at least 2")
+    out = np.zeros(len(codes), dtype=np.intp)
     for code in sorted(set(codes)):
         members = [i for i, c in enumerate(codes) if c == code]
         members.sort(key=lambda i: hashlib.sha1(texts[i].encode()).hexdigest())
-        cut = round(len(members) * (1 - holdout))
-        fit += members[:cut]
-        held += members[cut:]
-    return np.array(sorted(fit), dtype=np.intp), np.array(sorted(held), dtype=np.intp)
+        for rank, i in enumerate(members):
+            out[i] = rank % k
+    return out
 
 
 def picks(scores: FloatArray, thresholds: FloatArray, min_margin: float = 0.0,

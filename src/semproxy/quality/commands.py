@@ -14,11 +14,11 @@ from semproxy.config.edit import set_thresholds
 from semproxy.config.loader import load_file
 from semproxy.config.runtime import GatewayConfig
 from semproxy.quality import calibrate as cal
-from semproxy.quality.evaluate import evaluate, render
-from semproxy.quality.labelled import LabelledDataError, LabelledPrompt, check_labels, load_jsonl
+from semproxy.quality.evaluate import evaluate, rate_lines, render
+from semproxy.quality.labelled import LabelledPrompt, check_labels, load_jsonl
 from semproxy.quality.metrics import Confusion
 from semproxy.quality.progress import ProgressBar
-from semproxy.quality.tuning import propose, score_all, thresholds_to_write
+from semproxy.quality.tuning import Proposal, propose, score_all, thresholds_to_write
 from semproxy.server.routes import open_selector
 
 
@@ -31,21 +31,28 @@ def run_eval(args: argparse.Namespace) -> int:
         print(f"wrote {config} and {data}", file=sys.stderr)
         args.config, args.route, args.data = str(config), "clinc150", str(data)
     if not (args.config and args.route and args.data):
-        print("eval: give --config, --route and --data (or --clinc150 PATH)", file=sys.stderr)
-        return 2
-    try:
-        return asyncio.run(_eval(args))
-    except LabelledDataError as exc:
-        print(f"eval: {exc}", file=sys.stderr)
-        return 1
+        raise ValueError("give --config, --route and --data (or --clinc150 PATH)")
+    return asyncio.run(_eval(args))
 
 
 async def _eval(args: argparse.Namespace) -> int:
     items = load_jsonl(args.data)
+    found = None
     async with open_selector(load_file(args.config), args.route) as selector:
         result = await evaluate(selector, items, ProgressBar(len(items), "eval"))
-    print(orjson.dumps(result.summary(), option=orjson.OPT_INDENT_2).decode() if args.json
+        if args.folds:
+            scored = await score_all(selector, items)
+            found = propose(selector, scored, [i.text for i in items],
+                            cal.objective("balanced"), args.folds)
+    summary = result.summary()
+    if found is not None:
+        summary["cross_validated"] = proposal_json(found)
+    print(orjson.dumps(summary, option=orjson.OPT_INDENT_2).decode() if args.json
           else render(result))
+    if found is not None and not args.json:
+        print("\nwith thresholds from `semproxy calibrate` (objective balanced), estimated "
+              "on prompts each fit did not see:")
+        print(render_proposal("balanced", found, with_config=False))
     if args.report:
         from semproxy.quality.report import write_report
 
@@ -55,22 +62,12 @@ async def _eval(args: argparse.Namespace) -> int:
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
-    try:
-        goal = cal.objective(args.objective)
-        if not 0 <= args.holdout < 1:
-            raise ValueError("--holdout must be in [0, 1)")
-        return asyncio.run(_calibrate(args, goal))
-    except (LabelledDataError, ValueError) as exc:
-        print(f"calibrate: {exc}", file=sys.stderr)
-        return 1
-
-
-def _line(name: str, c: Confusion) -> str:
-    def pct(v: float | None) -> str:
-        return "   n/a" if v is None else f"{100 * v:5.1f}%"
-    return (f"{name:<28} {pct(c.accuracy())} {pct(c.balanced_accuracy())} "
-            f"{pct(c.in_scope_accuracy())} {pct(c.catchall_recall())} "
-            f"{pct(c.routed_precision())}")
+    """Mistakes (a bad objective, too few folds, bad labels or data file) raise
+    ValueError: the CLI prints them on one line and exits 2."""
+    goal = cal.objective(args.objective)
+    if args.folds < 2:
+        raise ValueError("--folds must be at least 2")
+    return asyncio.run(_calibrate(args, goal))
 
 
 async def _calibrate(args: argparse.Namespace, goal: Callable[[Confusion], cal.Score]
@@ -81,21 +78,36 @@ async def _calibrate(args: argparse.Namespace, goal: Callable[[Confusion], cal.S
         labels = [*selector.scorer.names, selector.spec.catchall]
         check_labels(items, labels, args.data)
         scored = await score_all(selector, items, ProgressBar(len(items), "scoring"))
-        found = propose(selector, scored, [i.text for i in items], goal, args.holdout)
-        where = (f"held-out {found.held_rows} prompts" if found.held_rows
-                 else "all prompts (no hold-out)")
-        print(f"objective {args.objective}; fitted on {found.fit_rows} prompts, "
-              f"figures on {where}")
-        print(f"{'':<28} {'acc':>6} {'bal':>6} {'in-sc':>6} {'catch':>6} {'prec':>6}")
-        for name, confusion in found.measured:
-            print(_line(name, confusion))
-        print(f"balancer threshold: {found.fitted.threshold:.4f}")
-        if args.per_instance:
-            for name, t in zip(labels, found.fitted.thresholds, strict=False):
-                print(f"  {name:<24} {t:.4f}")
+        found = propose(selector, scored, [i.text for i in items], goal, args.folds)
+    print(render_proposal(args.objective, found))
+    print(f"balancer threshold (fitted on all {found.prompts} prompts): "
+          f"{found.fitted.threshold:.4f}")
+    if args.per_instance:
+        for name, t in zip(labels, found.fitted.thresholds, strict=False):
+            print(f"  {name:<24} {t:.4f}")
     if args.write:
         _write(args, config, found.fitted, labels[:-1])
     return 0
+
+
+def proposal_json(found: Proposal) -> dict[str, object]:
+    return {"folds": found.folds, "prompts": found.prompts,
+            "threshold": found.fitted.threshold, "fold_thresholds": found.fold_thresholds,
+            "measured": [{"name": name, **{k: r.as_dict() for k, r in c.rates().items()}}
+                         for name, c in found.measured]}
+
+
+def render_proposal(objective: str, found: Proposal, with_config: bool = True) -> str:
+    spread = (f"{min(found.fold_thresholds):.4f}-{max(found.fold_thresholds):.4f}"
+              if found.fold_thresholds else "n/a")
+    lines = [f"objective {objective}; {found.folds}-fold cross-validation over "
+             f"{found.prompts} prompts (each fold decided by thresholds fitted on the "
+             f"others; fold thresholds {spread})"]
+    for name, confusion in found.measured[0 if with_config else 1:]:
+        lines += ["", name, rate_lines(confusion)]
+    warnings = found.measured[0][1].warnings() if with_config else []
+    lines += ["", *(f"warning: {w}" for w in warnings)] if warnings else []
+    return "\n".join(lines)
 
 
 def _write(args: argparse.Namespace, config: GatewayConfig, fitted: cal.Fit,

@@ -21,6 +21,7 @@ from semproxy.balancer.semantic import NO_USER_TEXT, Decision, decide, fallback
 from semproxy.quality.labelled import LabelledPrompt, check_labels
 from semproxy.quality.metrics import Confusion
 from semproxy.quality.progress import ProgressBar
+from semproxy.quality.rate import Rate
 from semproxy.server.routes import SemanticSelector
 
 CHUNK = 1024  # prompts per embedding call: big enough to amortise, small enough for a bar
@@ -73,6 +74,11 @@ class Evaluation:
             return None
         return sum(bool(d.ranking) and d.ranking[0][0] == e for e, d in pairs) / len(pairs)
 
+    def top1_rate(self) -> Rate:
+        pairs = [(e, d) for e, d in zip(self.expected, self.decisions, strict=True)
+                 if e != self.catchall]
+        return Rate(sum(bool(d.ranking) and d.ranking[0][0] == e for e, d in pairs), len(pairs))
+
     def fallbacks(self) -> dict[str, float]:
         """Share of all prompts that fell back to the catchall, by reason."""
         reasons = Counter(d.reason for d in self.decisions if not d.matched)
@@ -90,6 +96,9 @@ class Evaluation:
                           for i, name in enumerate(c.labels)},
             "confusion": {"labels": list(c.labels), "counts": c.counts.tolist()},
             "fallback_rate": self.fallbacks(),
+            "rates": {name: r.as_dict() for name, r in c.rates().items()},
+            "top1_rate": self.top1_rate().as_dict(),
+            "warnings": c.warnings(),
             "decisions_per_second": len(self.items) / self.seconds if self.seconds else None,
         }
 
@@ -119,23 +128,35 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:5.1f}%"
 
 
+FIGURES = (("accuracy", "accuracy (catchall prompts included)"),
+           ("balanced_accuracy", "balanced accuracy (mean recall)"),
+           ("in_scope_accuracy", "in-scope accuracy"),
+           ("catchall_recall", "out-of-scope recall (catchall)"),
+           ("routed_precision", "routed precision"))
+
+
+def rate_lines(c: Confusion, extra: tuple[tuple[str, Rate], ...] = ()) -> str:
+    """One line per headline figure: value, successes/n and the 95% interval."""
+    rates = c.rates()
+    rows = [(label, rates[key].text()) for key, label in FIGURES]
+    rows += [(label, rate.text()) for label, rate in extra]
+    return "\n".join(f"  {label:<38} {text}" for label, text in rows)
+
+
 def render(ev: Evaluation) -> str:
     s = ev.summary()
+    c = ev.confusion()
     lines = [f"route {s['route']}: {s['prompts']} prompts, "
-             f"{s['decisions_per_second'] or 0:,.0f} decisions/s",
-             f"accuracy          {_pct(s['accuracy'])}   (catchall prompts included)",
-             f"balanced accuracy {_pct(s['balanced_accuracy'])}   (mean recall per instance)",
-             f"in-scope accuracy {_pct(s['in_scope_accuracy'])}   "
-             f"top-1 ignoring thresholds {_pct(s['top1_accuracy'])}",
-             f"catchall recall   {_pct(s['catchall_recall'])}   "
-             f"routed precision {_pct(s['routed_precision'])}",
+             f"{s['decisions_per_second'] or 0:,.0f} decisions/s, the route's own thresholds",
+             rate_lines(c, (("top-1, thresholds ignored (in-scope)", ev.top1_rate()),)),
              "", f"{'instance':<24} {'precision':>9} {'recall':>8} {'support':>8}"]
     for name, row in s["instances"].items():
         lines.append(f"{name:<24} {_pct(row['precision']):>9} {_pct(row['recall']):>8} "
                      f"{row['support']:>8}")
-    lines += ["", "confusion (rows: expected, columns: picked)", _matrix_text(ev.confusion())]
+    lines += ["", "confusion (rows: expected, columns: picked)", _matrix_text(c)]
     rates = ", ".join(f"{r} {_pct(v).strip()}" for r, v in s["fallback_rate"].items())
     lines.append(f"fallbacks: {rates or 'none'}")
+    lines += [f"warning: {w}" for w in s["warnings"]]
     return "\n".join(lines)
 
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from semproxy.quality.rate import MeanRate, Rate, sample_warnings
+
 IntArray = npt.NDArray[np.intp]
 
 
@@ -83,3 +85,30 @@ class Confusion:
         """Of the prompts sent to a specialist (not the catchall), the share that were right."""
         routed = self.counts[:, :-1]
         return _ratio(float(np.trace(routed)), float(routed.sum()))
+
+    def recall_rate(self, i: int) -> Rate:
+        return Rate(int(self.counts[i, i]), int(self.counts[i].sum()))
+
+    def precision_rate(self, i: int) -> Rate:
+        return Rate(int(self.counts[i, i]), int(self.counts[:, i].sum()))
+
+    def rates(self) -> dict[str, Rate | MeanRate]:
+        """The headline figures as counted rates (value, n, 95% interval)."""
+        inner, routed = self.counts[:-1], self.counts[:, :-1]
+        return {
+            "accuracy": Rate(int(np.trace(self.counts)), self.total),
+            "balanced_accuracy": MeanRate(tuple(self.recall_rate(i)
+                                                for i in range(len(self.labels)))),
+            "in_scope_accuracy": Rate(int(np.trace(inner)), int(inner.sum())),
+            "catchall_recall": self.recall_rate(len(self.labels) - 1),
+            "routed_precision": Rate(int(np.trace(routed)), int(routed.sum())),
+        }
+
+    def warnings(self) -> list[str]:
+        return sample_warnings(self.labels, [int(v) for v in self.counts.sum(axis=1)])
+
+    def __add__(self, other: Confusion) -> Confusion:
+        """Pooled counts of two confusions over the same labels (cross-validation folds)."""
+        if self.labels != other.labels:
+            raise ValueError("cannot pool confusions over different labels")
+        return Confusion(self.labels, self.counts + other.counts)

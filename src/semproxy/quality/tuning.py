@@ -34,10 +34,13 @@ class Scored:
 
 @dataclass(frozen=True, slots=True)
 class Proposal:
-    fitted: cal.Fit
-    fit_rows: int
-    held_rows: int  # 0: figures are on the fitting prompts (no hold-out)
-    measured: tuple[tuple[str, Confusion], ...]  # (name, confusion on the measured rows)
+    """Thresholds fitted on every prompt, and how such a fit does on prompts it did not see."""
+
+    fitted: cal.Fit  # fitted on all prompts: what `--write` writes
+    folds: int
+    prompts: int
+    fold_thresholds: tuple[float, ...]  # the single threshold each fold's fit chose
+    measured: tuple[tuple[str, Confusion], ...]  # (name, pooled out-of-fold confusion)
 
 
 async def score_all(selector: SemanticSelector, items: Sequence[LabelledPrompt],
@@ -74,19 +77,38 @@ def measure(selector: SemanticSelector, scored: Scored, thresholds: Sequence[flo
 
 
 def propose(selector: SemanticSelector, scored: Scored, texts: Sequence[str],
-            goal: Callable[[Confusion], cal.Score], holdout: float) -> Proposal:
-    """Fit on one part, then measure config, single and per-instance thresholds on the rest."""
-    fit_rows, held_rows = cal.split(texts, scored.expected.tolist(), holdout)
-    neg = scored.negative
-    fitted = cal.fit(scored.labels, scored.scores[fit_rows], scored.expected[fit_rows], goal,
-                     selector.spec.min_margin, None if neg is None else neg[fit_rows])
+            goal: Callable[[Confusion], cal.Score], folds: int = 5) -> Proposal:
+    """Fit on all prompts; measure the fit by k-fold cross-validation.
+
+    "before (config)" is the route's own thresholds on every prompt (nothing
+    is fitted). The other two rows pool the folds: each fold decided with the
+    thresholds fitted on the rest, so every prompt counts once, unseen.
+    """
+    neg, n = scored.negative, len(scored.expected)
+    k = max(2, min(folds, n))
+    dealt = cal.folds(texts, scored.expected.tolist(), k)
+
+    def fit_on(rows: np.ndarray) -> cal.Fit:
+        return cal.fit(scored.labels, scored.scores[rows], scored.expected[rows], goal,
+                       selector.spec.min_margin, None if neg is None else neg[rows])
+
+    every = np.arange(n)
     before = list(selector.scorer.thresholds)
-    rows = held_rows if len(held_rows) else fit_rows
-    candidates = (("before (config)", before),
-                  (f"threshold {fitted.threshold:.4f}", [fitted.threshold] * len(before)),
-                  ("+ per-instance thresholds", list(fitted.thresholds)))
-    return Proposal(fitted, len(fit_rows), len(held_rows),
-                    tuple((name, measure(selector, scored, th, rows)) for name, th in candidates))
+    single = per = Confusion.from_codes(scored.labels, np.empty(0, np.intp),
+                                        np.empty(0, np.intp))
+    chosen = []
+    for fold in range(k):
+        held = np.flatnonzero(dealt == fold)
+        if not len(held):
+            continue
+        part = fit_on(np.flatnonzero(dealt != fold))
+        chosen.append(part.threshold)
+        single += measure(selector, scored, [part.threshold] * len(before), held)
+        per += measure(selector, scored, list(part.thresholds), held)
+    measured = (("before (config)", measure(selector, scored, before, every)),
+                ("threshold (cross-validated)", single),
+                ("+ per-instance (cross-validated)", per))
+    return Proposal(fit_on(every), k, n, tuple(chosen), measured)
 
 
 def thresholds_to_write(route: RouteSpec, fitted: cal.Fit, names: Sequence[str],

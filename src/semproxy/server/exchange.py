@@ -21,6 +21,8 @@ from aiohttp import web
 from semproxy.balancer.semantic import Decision
 from semproxy.observability.logging import log_line
 from semproxy.observability.observer import RequestObserver
+from semproxy.protocols.contract import ClientProtocol
+from semproxy.server.inbound import CHAT
 from semproxy.server.routes import RouteState
 
 access_log = logging.getLogger("semproxy.access")
@@ -56,6 +58,7 @@ class Exchange:
     model: str | None = None
     payload: dict[str, Any] | None = None
     response_body: bytes | None = None
+    protocol: ClientProtocol = CHAT
 
     @property
     def instance(self) -> str:
@@ -134,7 +137,7 @@ def finish(exchange: Exchange, observer: RequestObserver) -> None:
     seconds = time.monotonic() - exchange.started
     route = exchange.route.spec.id if exchange.route else "-"
     observer.on_response(route, exchange.instance, exchange.status, seconds, exchange.ttft,
-                         exchange.usage)
+                         exchange.usage, exchange.protocol.name)
     if wants_access_line(exchange):
         log_line(access_log, logging.INFO,
                  f"{route} {exchange.request_id} -> {exchange.instance} {exchange.status}",
@@ -165,6 +168,7 @@ def access_fields(exchange: Exchange, seconds: float) -> dict[str, Any]:
         "ttft_ms": None if exchange.ttft is None else round(exchange.ttft * 1000, 3),
         "tokens": exchange.usage,
         "consumer": exchange.consumer,
+        "protocol": exchange.protocol.name,
     }
     if exchange.decision is not None:
         fields["semantic"] = {"pick": exchange.decision.pick, "reason": exchange.decision.reason,

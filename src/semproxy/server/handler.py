@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+import orjson
 from aiohttp import web
 
 from semproxy.balancer.semantic import Decision
@@ -26,8 +27,10 @@ from semproxy.errors import (
     error_body,
 )
 from semproxy.observability.observer import RequestObserver
+from semproxy.protocols.contract import ClientProtocol, StreamTranslator
 from semproxy.providers.base import Reply
 from semproxy.providers.http import HttpClients
+from semproxy.providers.sse import sse_events
 from semproxy.server.auth import authenticate
 from semproxy.server.exchange import (
     Attempt,
@@ -37,7 +40,8 @@ from semproxy.server.exchange import (
     request_id,
     usage_from_body,
 )
-from semproxy.server.request import parse_chat, read_body, routing_text
+from semproxy.server.inbound import CHAT, protocol_for
+from semproxy.server.request import read_body
 from semproxy.server.routes import Candidates, RouteState, RouteTable
 
 log = logging.getLogger("semproxy.proxy")
@@ -62,13 +66,18 @@ async def handle(request: web.Request, table: RouteTable, clients: HttpClients,
     """Serve one request and account for it (metrics, access log), whatever happens."""
     exchange = Exchange(request_id(request))
     request[REQUEST_ID] = exchange.request_id
+    protocol = exchange.protocol = protocol_for(request.path)
     try:
         response = await serve(request, exchange, table, clients, observer)
         exchange.status = response.status
         return response
     except GatewayError as exc:
         exchange.status = exc.status
-        raise
+        if protocol is CHAT:
+            raise  # rendered by the error middleware, as it always was
+        return web.Response(body=protocol.error(exc.status, exc.message, exc.type, exc.code),
+                            status=exc.status, content_type="application/json",
+                            headers={"X-Request-Id": exchange.request_id})
     finally:
         finish(exchange, observer)
 
@@ -77,20 +86,20 @@ async def serve(request: web.Request, exchange: Exchange, table: RouteTable,
                 clients: HttpClients, observer: RequestObserver) -> web.StreamResponse:
     route = exchange.route = table.match(request.path, request.method)
     exchange.consumer = authenticate(request, route.spec, table.config.consumers)
-    payload = exchange.payload = parse_chat(await read_body(
+    parsed = exchange.protocol.parse(await read_body(
         request, route.spec.max_body, table.config.client_body_timeout_s))
+    payload = exchange.payload = parsed.payload
     if route.semantic is not None:
-        exchange.decision = await decide(route, payload, observer)
+        exchange.decision = await decide(route, parsed.text, observer)
     candidates = route.candidates(request, exchange.decision, exchange.consumer)
     return await failover(request, exchange, candidates, payload, clients, observer)
 
 
-async def decide(route: RouteState, payload: dict[str, Any], observer: RequestObserver
-                 ) -> Decision:
+async def decide(route: RouteState, text: str, observer: RequestObserver) -> Decision:
+    """Route on `text`, the user's own words as the client protocol tells them."""
     assert route.semantic is not None
     started = time.monotonic()
     hits = route.semantic.hits
-    text = routing_text(payload)
     decision = await route.semantic.decide(text)
     if decision.ranking:
         observer.on_embedding(route.spec.id, time.monotonic() - started,
@@ -192,6 +201,8 @@ def _may_retry(exchange: Exchange, result: Result) -> bool:
     policy = exchange.route.spec.retry
     if not _failed(exchange, result):
         return False
+    if result.error is not None and result.error.may_have_arrived and not policy.resend:
+        return False  # never send a request twice unless the route asks for failover
     if policy.max_retries is not None and len(exchange.attempts) > policy.max_retries:
         return False
     return policy.within_ms is None or result.seconds * 1000 <= policy.within_ms
@@ -210,10 +221,15 @@ async def _conclude(request: web.Request, exchange: Exchange, result: Result
     if result.reply is not None:
         return await relay(request, exchange, result.reply, result.body)
     tried = ", ".join(f"{a.instance} {a.describe()}" for a in exchange.attempts)
-    error: UpstreamError = UpstreamError(f"no instance could serve the request; tried: {tried}")
+    # A broken answer (too large, invalid status, corrupt body) says why; refused and
+    # timed-out attempts are described by their outcome already.
+    last = f"; {result.error.message}" if type(result.error) is UpstreamError else ""
+    error: UpstreamError = UpstreamError(
+        f"no instance could serve the request; tried: {tried}{last}")
     if len(exchange.attempts) == 1 and isinstance(result.error, UpstreamTimeoutError):
         error = UpstreamTimeoutError(error.message)
-    return web.Response(body=error.body(), status=error.status, headers=debug_headers(exchange),
+    body = exchange.protocol.error(error.status, error.message, error.type, error.code)
+    return web.Response(body=body, status=error.status, headers=debug_headers(exchange),
                         content_type="application/json")
 
 
@@ -253,45 +269,87 @@ async def relay(request: web.Request, exchange: Exchange, reply: Reply, body: by
     if body is None:
         return await relay_stream(request, exchange, reply, headers)
     exchange.usage = usage_from_body(body)
+    if exchange.protocol is not CHAT:
+        body = translate(exchange.protocol, reply.status, body)
+        headers["Content-Type"] = "application/json"
+    else:
+        headers["Content-Type"] = reply.content_type or "application/json"
     exchange.response_body = body
-    headers["Content-Type"] = reply.content_type or "application/json"
     return web.Response(body=body, status=reply.status, headers=headers)
+
+
+def translate(protocol: ClientProtocol, status: int, body: bytes) -> bytes:
+    """An upstream answer in the client's protocol: the reply, or the error it reports."""
+    if status < 400:
+        try:
+            return protocol.reply(body)
+        except (orjson.JSONDecodeError, TypeError, AttributeError) as exc:
+            raise UpstreamError("upstream answered with a body that is not a chat "
+                                "completion") from exc
+    message, type_, code = upstream_error(body, status)
+    return protocol.error(status, message, type_, code)
+
+
+def upstream_error(body: bytes, status: int) -> tuple[str, str, str | None]:
+    """Message, type and code of an upstream error body, whatever its shape."""
+    try:
+        error = orjson.loads(body).get("error")
+    except (orjson.JSONDecodeError, AttributeError):
+        error = None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        code = error.get("code")
+        return (error["message"], str(error.get("type") or "upstream_error"),
+                code if isinstance(code, str) else None)
+    return f"upstream answered HTTP {status}", "upstream_error", None
 
 
 async def relay_stream(request: web.Request, exchange: Exchange, reply: Reply,
                        headers: dict[str, str]) -> web.StreamResponse:
-    """Relay SSE bytes as they arrive; never buffer a whole event stream.
+    """Relay SSE events as they arrive; never buffer a whole event stream.
 
-    Once the first byte is out nothing can be retried: an upstream failure ends
-    the stream with an error event; a client that leaves closes the upstream.
+    Once the first byte is out nothing can be retried: an upstream failure (or an
+    event over `max_sse_event_size`, or slower than the timeout) ends the stream
+    with an error event; a client that leaves closes the upstream.
     """
     response = web.StreamResponse(status=200, headers={
         **headers, "Content-Type": SSE, "Cache-Control": "no-cache"})
     try:
         await response.prepare(request)
     except BaseException:  # the client is gone before the first byte: free the upstream
-        reply.release()
+        reply.abort()
         raise
+    assert exchange.route is not None
+    target = exchange.route.by_name[exchange.attempts[-1].instance].target
     usage = StreamUsage()
+    translator = exchange.protocol.stream(exchange.model)
     try:
-        async for chunk in reply.iter_chunks():
+        async for chunk in sse_events(reply, target.net.max_event, target.net.timeout_s,
+                                      target.label):
             if exchange.ttft is None:
                 exchange.ttft = time.monotonic() - exchange.started
             usage.feed(chunk)
             exchange.usage = usage.usage
-            await response.write(chunk)
+            await response.write(chunk if translator is None else translator.feed(chunk))
+        if translator is not None:
+            await response.write(translator.close())
     except (ConnectionResetError, aiohttp.ClientConnectionResetError):
         log.info("client left mid-stream; closing the upstream request")
-        reply.release()
+        reply.abort()
         return response
     except (UpstreamError, TimeoutError) as exc:
         log.warning("upstream stream broke: %s", type(exc).__name__)
-        event = error_body("upstream stream ended unexpectedly", "upstream_error", "bad_gateway")
-        await _write_quietly(response, b"data: " + event + b"\n\n")
+        await _write_quietly(response, _broken(translator))
     finally:
         reply.release()
     await _write_eof_quietly(response)
     return response
+
+
+def _broken(translator: StreamTranslator | None) -> bytes:
+    message = "upstream stream ended unexpectedly"
+    if translator is not None:
+        return translator.error(message)
+    return b"data: " + error_body(message, "upstream_error", "bad_gateway") + b"\n\n"
 
 
 async def _write_quietly(response: web.StreamResponse, data: bytes) -> None:

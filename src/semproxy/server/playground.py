@@ -23,6 +23,7 @@ import yaml
 from aiohttp import web
 
 from semproxy.config.edit import ConfigEditError, set_thresholds
+from semproxy.config.masking import mask_secrets, mask_text
 from semproxy.errors import (
     BadRequestError,
     EmbeddingError,
@@ -96,7 +97,7 @@ class Playground:
 
     async def calibrate(self, request: web.Request) -> web.Response:
         route_id = request.match_info["id"]
-        objective, holdout, per_instance = calibrate_options(request.query)
+        objective, folds, per_instance = calibrate_options(request.query)
         items = await read_labelled(request)
         config = self.gateway.config
         async with open_selector(config, route_id) as selector:
@@ -111,7 +112,7 @@ class Playground:
             # The fit is seconds of numpy on big files: keep the gateway's loop free.
             found = await asyncio.to_thread(propose, selector, scored,
                                             [i.text for i in items], cal.objective(objective),
-                                            holdout)
+                                            folds)
         spec = next(r for r in config.routes if r.id == route_id)
         written = thresholds_to_write(spec, found.fitted, names, per_instance)
         body = proposal_body(objective, found)
@@ -137,7 +138,9 @@ class Playground:
                 name = self.config_path.name
             except (OSError, ConfigEditError):
                 pass  # the file moved on or has a shape we cannot edit: offer the document
-        return {"route": route, "config": {"name": name, "text": text}}
+        # Shown to the browser: every credential masked. A PUT of this route with
+        # the masks in place keeps the stored values.
+        return {"route": mask_secrets(route), "config": {"name": name, "text": mask_text(text)}}
 
     async def recent(self, request: web.Request) -> web.Response:
         return json_response({"entries": list(self.decisions.entries)})
@@ -170,16 +173,16 @@ def sse(item: dict[str, Any]) -> bytes:
     return b"data: " + orjson.dumps(item) + b"\n\n"
 
 
-def calibrate_options(query: Any) -> tuple[str, float, bool]:
+def calibrate_options(query: Any) -> tuple[str, int, bool]:
     objective = query.get("objective", "balanced")
     try:
         cal.objective(objective)
-        holdout = float(query.get("holdout", "0.3"))
+        folds = int(query.get("folds", "5"))
     except ValueError as exc:
         raise BadRequestError(str(exc)) from exc
-    if not 0 <= holdout < 1:
-        raise BadRequestError("holdout must be in [0, 1)")
-    return objective, holdout, query.get("per_instance", "") in ("1", "true")
+    if not 2 <= folds <= 20:
+        raise BadRequestError("folds must be between 2 and 20")
+    return objective, folds, query.get("per_instance", "") in ("1", "true")
 
 
 async def read_labelled(request: web.Request) -> list[LabelledPrompt]:
@@ -204,10 +207,9 @@ async def read_labelled(request: web.Request) -> list[LabelledPrompt]:
         raise BadRequestError(str(exc)) from exc
 
 
-def figures(c: Confusion) -> dict[str, float | None]:
-    return {"accuracy": c.accuracy(), "balanced_accuracy": c.balanced_accuracy(),
-            "in_scope_accuracy": c.in_scope_accuracy(), "catchall_recall": c.catchall_recall(),
-            "routed_precision": c.routed_precision()}
+def figures(c: Confusion) -> dict[str, dict[str, Any]]:
+    """Each headline figure as {value, n, low, high} (and successes for plain rates)."""
+    return {name: rate.as_dict() for name, rate in c.rates().items()}
 
 
 def eval_body(result: Evaluation) -> dict[str, Any]:
@@ -220,6 +222,7 @@ def eval_body(result: Evaluation) -> dict[str, Any]:
 
 
 def proposal_body(objective: str, found: Proposal) -> dict[str, Any]:
-    return {"objective": objective, "fitted_on": found.fit_rows, "held_out": found.held_rows,
-            "threshold": found.fitted.threshold,
+    return {"objective": objective, "folds": found.folds, "prompts": found.prompts,
+            "threshold": found.fitted.threshold, "fold_thresholds": found.fold_thresholds,
+            "warnings": found.measured[0][1].warnings(),
             "measured": [{"name": name, **figures(c)} for name, c in found.measured]}

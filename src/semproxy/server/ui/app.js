@@ -29,6 +29,11 @@ function svg(tag, attrs = {}, text) {
 }
 
 function pct(v) { return v === null || v === undefined ? "n/a" : (100 * v).toFixed(1) + "%"; }
+function rate(r) {
+  if (!r || r.value === null || r.value === undefined) return "n/a";
+  const counts = r.successes === undefined ? `n=${r.n}` : `${r.successes}/${r.n}`;
+  return `${pct(r.value)} (${counts}, 95% CI ${pct(r.low)}-${pct(r.high)})`;
+}
 function num(v, digits = 4) { return v === null || v === undefined ? "-" : Number(v).toFixed(digits); }
 
 function say(text, isError = false) {
@@ -200,12 +205,14 @@ async function runEval() {
   if (!r) return;
   $("eval-out").hidden = false;
   const fallbacks = Object.entries(r.fallback_rate).map(([k, v]) => [`fallback rate: ${k}`, pct(v)]);
-  table($("figures"), ["figure", "value"], [
-    ["prompts", r.prompts], ["accuracy", pct(r.accuracy)],
-    ["balanced accuracy", pct(r.balanced_accuracy)], ["in-scope accuracy", pct(r.in_scope_accuracy)],
-    ["top-1 ignoring thresholds", pct(r.top1_accuracy)], ["catchall recall", pct(r.catchall_recall)],
-    ["routed precision", pct(r.routed_precision)],
+  const rates = r.rates;
+  table($("figures"), ["figure", "value (count, 95% interval)"], [
+    ["prompts", r.prompts], ["accuracy", rate(rates.accuracy)],
+    ["balanced accuracy", rate(rates.balanced_accuracy)], ["in-scope accuracy", rate(rates.in_scope_accuracy)],
+    ["top-1 ignoring thresholds", rate(r.top1_rate)], ["catchall recall", rate(rates.catchall_recall)],
+    ["routed precision", rate(rates.routed_precision)],
     ...(fallbacks.length ? fallbacks : [["fallback rate", "0.0%"]]),
+    ...r.warnings.map((w) => ["warning", w]),
   ]);
   const { labels, counts } = r.confusion;
   table($("confusion"), ["expected \\ picked", ...labels], counts.map((row, i) => [
@@ -223,7 +230,7 @@ async function runEval() {
 
 async function runCalibrate() {
   const query = new URLSearchParams({
-    objective: $("objective").value, holdout: $("holdout").value,
+    objective: $("objective").value, folds: $("folds").value,
     per_instance: $("per-instance").checked ? "1" : "0",
   });
   const r = await batchCall("calibrate", `?${query}`);
@@ -231,12 +238,13 @@ async function runCalibrate() {
   state.proposal = { ...r, routeId: $("route").value };
   $("calibrate-out").hidden = false;
   $("apply-result").replaceChildren();
-  $("proposal-summary").textContent = `Objective ${r.objective}: fitted on ${r.fitted_on} prompts, ` +
-    (r.held_out ? `figures on the ${r.held_out} held out.` : "figures on the same prompts (no hold-out).") +
-    ` Proposed balancer threshold: ${num(r.threshold)}.`;
+  $("proposal-summary").textContent = `Objective ${r.objective}: ${r.folds}-fold cross-validation ` +
+    `over ${r.prompts} prompts (each fold judged by thresholds fitted on the others). ` +
+    `Proposed balancer threshold, fitted on all: ${num(r.threshold)}.` +
+    r.warnings.map((w) => ` Warning: ${w}.`).join("");
   table($("proposal"), ["thresholds", "accuracy", "balanced", "in-scope", "catchall recall", "precision"],
-    r.measured.map((m) => [m.name, pct(m.accuracy), pct(m.balanced_accuracy),
-      pct(m.in_scope_accuracy), pct(m.catchall_recall), pct(m.routed_precision)]));
+    r.measured.map((m) => [m.name, rate(m.accuracy), rate(m.balanced_accuracy),
+      rate(m.in_scope_accuracy), rate(m.catchall_recall), rate(m.routed_precision)]));
   const perInstance = Object.entries(r.per_instance);
   table($("proposal-thresholds"), ["written to the config", "threshold"],
     [["balancer threshold", num(r.threshold)], ...perInstance.map(([n, t]) => [`instance ${n}`, num(t)])]);

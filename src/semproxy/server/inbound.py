@@ -1,0 +1,28 @@
+"""Which client protocol a request speaks, told by the end of its path.
+
+As in APISIX's ai-protocols, one route (say `uri: /v1/*`) serves every
+protocol: `.../chat/completions`, `.../messages`, `.../responses` and
+`.../embeddings`. Any other path on a route is served as Chat Completions,
+which is what every route did before the other protocols existed.
+"""
+
+from __future__ import annotations
+
+from semproxy.protocols.anthropic import AnthropicMessages
+from semproxy.protocols.chat import ChatCompletions
+from semproxy.protocols.contract import ClientProtocol
+from semproxy.protocols.responses import OpenAIResponses
+
+CHAT = ChatCompletions()
+BY_SUFFIX: tuple[tuple[str, ClientProtocol], ...] = (
+    ("/chat/completions", CHAT),
+    ("/messages", AnthropicMessages()),
+    ("/responses", OpenAIResponses()),
+)
+
+
+def protocol_for(path: str) -> ClientProtocol:
+    for suffix, protocol in BY_SUFFIX:
+        if path.endswith(suffix):
+            return protocol
+    return CHAT
