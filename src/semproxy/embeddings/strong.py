@@ -23,7 +23,12 @@ from semproxy.errors import EmbeddingError
 Embed = Callable[[Sequence[str]], Vectors]  # blocking, thread-compatible
 Job = tuple[str, "asyncio.Future[Vectors]"]
 
-DEFAULT_CAPACITY = 64
+# A latency budget more than a memory bound: a prompt that finds the queue full
+# would wait for the pass running now plus every batch ahead of it (2-5 ms a
+# prompt on this machine), so at most one batch may wait. On the loaded bench
+# box a queue of 64 gave a c=64 p50 of 608 ms on new prompts, 16 gave 256 ms at
+# the same throughput (docs/en/accurate-mode.md).
+DEFAULT_CAPACITY = 16
 DEFAULT_BATCH = 16
 
 
