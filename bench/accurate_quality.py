@@ -13,7 +13,8 @@ does (4500 : 1000).
 
 Decision time: `--timing N` routes N val prompts one at a time through the
 selector's per-request path (first sight of each prompt, so no decision cache),
-after the references are built, and reports the mean and p99 per prompt.
+after the references are built, and reports the mean and p99 per prompt
+(the routers of `router_for` keep a decision cache, as the gateway's do).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from semproxy.config.loader import load_data
 from semproxy.quality.clinc150 import CATCHALL, route_config
 from semproxy.quality.evaluate import evaluate
 from semproxy.quality.labelled import LabelledPrompt
-from semproxy.server.routes import open_selector
+from semproxy.semantic.query import RoutingInput
+from semproxy.semantic.router import router_for
 
 TEST_IN, TEST_OOS = 4500, 1000  # CLINC150 test split, in-scope and out-of-scope prompts
 
@@ -62,8 +64,8 @@ def items(dataset: dict[str, Any]) -> list[LabelledPrompt]:
 async def one_run(dataset: dict[str, Any], k: int, seed: int, model: str,
                   timing: int) -> dict[str, Any]:
     labelled = items(dataset)
-    async with open_selector(load_data(config(dataset, k, seed, model), env={}),
-                             "clinc150") as selector:
+    async with router_for(load_data(config(dataset, k, seed, model), env={}),
+                          "clinc150") as selector:
         ev = await evaluate(selector, labelled)
         right_in = sum(d.pick == i.instance for i, d in zip(labelled, ev.decisions, strict=True)
                        if i.instance is not None)
@@ -85,7 +87,7 @@ async def decision_times(selector: Any, texts: list[str], count: int) -> list[fl
     cpu = time.process_time()
     for text in texts[::max(1, len(texts) // count)][:count]:
         started = time.perf_counter()
-        await selector.decide(text + " ")  # a prompt the decision cache has not seen
+        await selector.route(RoutingInput(text + " "))  # not in the decision cache
         times.append(time.perf_counter() - started)
     # CPU time of the process (both threads) per decision: what the decision costs
     # when the machine is not shared; wall time above includes waiting for a core.

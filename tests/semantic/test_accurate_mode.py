@@ -14,6 +14,7 @@ import pytest
 from tests.conftest import GatewayFactory, chat, instance, route_config
 
 from semproxy.embeddings import minilm_onnx
+from semproxy.semantic.query import RoutingInput
 
 from .conftest import ask
 
@@ -70,9 +71,10 @@ async def test_a_repeated_prompt_is_answered_from_the_decision_cache(
 ) -> None:
     gw = await gateway(accurate_route())
     await _settled(http, gw)
-    selector = gw.gateway.table.routes[0].semantic
-    first = await ask(http, gw, chat("is my paycheck in my checking account yet"))
-    hits = selector.hits
-    again = await ask(http, gw, chat("is my paycheck in my checking account yet"))
-    assert selector.hits == hits + 1
-    assert again.served_by == first.served_by
+    router = gw.gateway.table.routes[0].semantic
+    text = "is my paycheck in my checking account yet"
+    first = await router.route(RoutingInput(text))
+    again = await router.route(RoutingInput(text))
+    assert (first.cached, again.cached) == (False, True)
+    assert again.decision is first.decision
+    assert sum(router.stages.values()) == 2  # the repeat never reached the scorers

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from semproxy.balancer.auto_threshold import background_prompts, learn, leave_one_out
-from semproxy.balancer.similarity import instance_scores
+from semproxy.semantic.auto_threshold import background_prompts, learn, leave_one_out
+from semproxy.semantic.similarity import instance_scores
 
 
 def _best_example(prompts: np.ndarray, refs: np.ndarray, bounds: np.ndarray) -> np.ndarray:

@@ -24,8 +24,8 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from semproxy.embeddings.scorer import References
 from semproxy.errors import EmbeddingError
+from semproxy.semantic.scorer import References
 
 Stage = Literal["fast", "strong", "shed", "strong_unavailable"]
 Scored = tuple[References, np.ndarray, np.ndarray | None]
@@ -38,14 +38,12 @@ DEFAULT_NEAR_THRESHOLD = 0.05
 
 
 class Scorer(Protocol):
-    """What `embeddings.scorer.PromptScorer` offers (and the cascade needs)."""
+    """What `semantic.scorer.PromptScorer` offers (and the cascade needs)."""
 
     @property
     def current(self) -> References | None: ...
 
     async def references(self) -> References: ...
-
-    async def score(self, text: str) -> Scored: ...
 
     async def score_many(self, texts: Sequence[str]) -> Scored: ...
 
@@ -99,7 +97,8 @@ class CascadeScorer:
             self._warming.add_done_callback(_consume)
 
     async def score(self, text: str) -> tuple[Scored, Stage]:
-        fast = await self.fast.score(text)
+        """One prompt (the gateway): `(n=1, n_instances)` scores and the stage that decided."""
+        fast = await self.fast.score_many((text,))
         refs, scores, _ = fast
         if not self.rule.ambiguous(scores, refs.thresholds)[0]:
             return fast, "fast"
@@ -107,7 +106,7 @@ class CascadeScorer:
             self._warm_strong()
             return fast, "strong_unavailable"
         try:
-            return await self.strong.score(text), "strong"
+            return await self.strong.score_many((text,)), "strong"
         except EmbeddingError as exc:
             return fast, "shed" if exc.reason == "strong_shed" else "strong_unavailable"
 

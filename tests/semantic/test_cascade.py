@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from semproxy.embeddings.cascade import CascadeRule, CascadeScorer
-from semproxy.embeddings.scorer import PromptScorer, ScoredInstance
 from semproxy.embeddings.strong import StrongEmbedder, StrongWorker
+from semproxy.semantic.cascade import CascadeRule, CascadeScorer
+from semproxy.semantic.scorer import PromptScorer, ScoredInstance
 
 
 def test_a_clear_winner_far_from_its_threshold_is_not_ambiguous() -> None:
@@ -59,9 +59,9 @@ async def test_the_strong_model_decides_only_the_ambiguous_prompts() -> None:
     await cascade.references()
     await asyncio.sleep(0.2)  # the strong references build in the background
     (_, clear, _), stage = await cascade.score("x marks the spot")
-    assert stage == "fast" and clear.tolist() == [1.0, 0.0]
+    assert stage == "fast" and clear[0].tolist() == [1.0, 0.0]
     (_, resolved, _), stage = await cascade.score("something vague")
-    assert stage == "strong" and resolved.argmax() == 1
+    assert stage == "strong" and resolved[0].argmax() == 1
     assert strong_model.calls[-1] == ["something vague"]
     await worker.aclose()
 
@@ -75,7 +75,7 @@ async def test_a_full_strong_queue_keeps_the_fast_decision() -> None:
     await asyncio.sleep(0.2)
     (_, scores, _), stage = await cascade.score("something vague")
     assert stage == "shed" and worker.shed == 1
-    assert scores[0] == scores[1]  # the fast model's tie
+    assert scores[0, 0] == scores[0, 1]  # the fast model's tie
     await worker.aclose()
 
 
