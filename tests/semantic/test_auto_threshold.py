@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import aiohttp
 import numpy as np
+from tests.conftest import GatewayFactory, chat, instance, route_config
 
 from semproxy.semantic.auto_threshold import background_prompts, learn, leave_one_out
 from semproxy.semantic.similarity import instance_scores
+
+from .conftest import ask
 
 
 def _best_example(prompts: np.ndarray, refs: np.ndarray, bounds: np.ndarray) -> np.ndarray:
@@ -38,3 +42,29 @@ def test_the_shipped_background_set_is_large_and_has_no_comments() -> None:
     assert len(prompts) >= 300
     assert not any(p.startswith("#") for p in prompts)
     assert len(set(prompts)) == len(prompts)
+
+
+async def test_a_route_with_threshold_auto_learns_thresholds_and_turns_away_off_topic_prompts(
+    gateway: GatewayFactory, http: aiohttp.ClientSession
+) -> None:
+    instances = [
+        instance("banking", examples=["what is my account balance", "transfer money to savings",
+                                      "why was my card declined", "report a fraudulent charge",
+                                      "when is my credit card bill due"]),
+        instance("cooking", examples=["how long do i boil an egg", "give me a lasagna recipe",
+                                      "what can i use instead of butter",
+                                      "how many calories are in rice",
+                                      "suggest a quick vegetarian dinner"], threshold=0.2),
+        instance("default", catchall=True),
+    ]
+    gw = await gateway(route_config(instances, embeddings={"provider": "local"},
+                                    balancer={"algorithm": "semantic", "threshold": "auto",
+                                              "expose_scores": True}))
+    money = await ask(http, gw, chat("move fifty dollars from checking to my savings account"))
+    chess = await ask(http, gw, chat("who won the chess world championship in 1972"))
+    assert (money.status, money.served_by) == (200, "banking")
+    assert (chess.served_by, chess.headers["X-AI-Semantic-Reason"]) == ("default",
+                                                                       "below_threshold")
+    learned = gw.gateway.table.routes[0].semantic.thresholds
+    assert 0 < learned[0] < 1 and learned[0] != 0.2
+    assert learned[1] == 0.2  # an instance's own threshold is kept
