@@ -194,6 +194,8 @@ SECTIONS: dict[str, tuple[str, str]] = {
                  "每个请求如何选择实例。"),
     "Embeddings": ("The embedding model used for semantic routing.",
                    "语义路由使用的向量（embedding）模型。"),
+    "Shadow": ("A routing table tried on live traffic without serving (`balancer.shadow`).",
+               "在真实流量上试运行、但不服务请求的路由表（`balancer.shadow`）。"),
     "SemanticOpts": ("The APISIX 3.18 spelling of the semantic settings.",
                      "APISIX 3.18 写法的语义设置，映射到同一套运行时行为。"),
     "Logging": ("What the access log records for this route.",
@@ -455,6 +457,26 @@ NOTES: dict[str, tuple[str, str]] = {
     "Balancer.center": ("Subtract the mean example direction before comparing; rescales "
                         "scores, so recalibrate thresholds.",
                         "比较前减去示例的平均方向；会改变分数尺度，需要重新校准阈值。"),
+    "Balancer.shadow": ("A semantic table tried on live traffic, off the request path; it "
+                        "never serves (semantic-routing.md, Shadow routing).",
+                        "在真实流量上试运行的语义路由表，不在请求路径上执行，从不服务请求"
+                        "（见 semantic-routing.md 的影子路由一节）。"),
+    # Shadow
+    "Shadow.threshold": ("The shadow's default threshold; default: the route's (semantic) "
+                         "or 0.", "影子表的默认阈值；缺省取路由自己的（语义路由）或 0。"),
+    "Shadow.thresholds": ("Per-instance thresholds, by instance name.",
+                          "逐实例阈值，以实例名为键。"),
+    "Shadow.examples": ("Examples by instance name; required unless the route is semantic "
+                        "(then its own examples).",
+                        "以实例名为键的示例；路由不是语义路由时必填（否则取路由自己的示例）。"),
+    "Shadow.catchall": ("Instance the shadow picks when nothing clears; default: the route's "
+                        "catchall, else the first instance without shadow examples.",
+                        "没有实例过阈值时影子表选择的实例；缺省取路由的兜底实例，否则取第一个"
+                        "没有影子示例的实例。"),
+    "Shadow.embeddings": ("Embedding model of the shadow; required unless the route is "
+                          "semantic.", "影子表的向量模型；路由不是语义路由时必填。"),
+    "Shadow.min_margin": ("As `balancer.min_margin`, for the shadow.",
+                          "与 `balancer.min_margin` 相同，作用于影子表。"),
     # Embeddings
     "Embeddings.provider": ("`local` (in-process model) or an HTTP provider with an "
                             "embeddings API.",

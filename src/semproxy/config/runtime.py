@@ -92,9 +92,25 @@ class RouteSpec:
     debug_headers: bool
     logging: s.Logging
     key_auth: s.KeyAuth | None = None
+    shadow: ShadowSpec | None = None
 
     def instance(self, name: str) -> InstanceSpec:
         return next(i for i in self.instances if i.name == name)
+
+
+@dataclass(frozen=True, slots=True)
+class ShadowSpec:
+    """`balancer.shadow`: the route as the shadow table would route it, never served.
+
+    `table` is the route with the shadow's examples, thresholds and semantic
+    settings (so `open_router` builds its router like any other). `inline`: the
+    decision is made before the response so `X-AI-Shadow-Route` can carry it
+    (the route's `expose_scores` or `debug_headers` is on); otherwise it is made
+    off the request path.
+    """
+
+    table: RouteSpec
+    inline: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +231,7 @@ def _route(route: s.Route, path: str, errs: _Errors) -> RouteSpec | None:
     if balancer.algorithm == "chash" and balancer.hash_on != "consumer" and not balancer.key:
         errs.add(f"{ppath}.balancer.key", f"required when hash_on is {balancer.hash_on}")
     uri = route.uri
-    return RouteSpec(
+    spec = RouteSpec(
         id=route.id, uri=uri.rstrip("*"), is_prefix=uri.endswith("*"),
         methods=frozenset(route.methods), instances=instances,
         algorithm=balancer.algorithm, hash_on=balancer.hash_on, key=balancer.key,
@@ -223,6 +239,10 @@ def _route(route: s.Route, path: str, errs: _Errors) -> RouteSpec | None:
         debug_headers=multi.debug_headers, logging=multi.logging,
         key_auth=route.plugins.key_auth,
     )
+    if balancer.shadow is None:
+        return spec
+    return replace(spec, shadow=_shadow(balancer.shadow, multi, spec, f"{ppath}.balancer.shadow",
+                                        errs))
 
 
 def _from_single(single: s.AIProxy) -> s.AIProxyMulti:
@@ -418,3 +438,56 @@ def _embedding_spec(
         cache_size=e.cache_size, breaker_failures=e.breaker_failures,
         breaker_cooldown_s=e.breaker_cooldown,
     )
+
+
+def _shadow(sh: s.Shadow, multi: s.AIProxyMulti, route: RouteSpec, path: str, errs: _Errors
+            ) -> ShadowSpec | None:
+    """The shadow table of a route; every error names its field under `balancer.shadow`."""
+    names = {i.name for i in route.instances}
+    own = route.semantic
+    if own is None and sh.examples is None:
+        errs.add(f"{path}.examples", f"required on a {route.algorithm} route")
+    examples = sh.examples if sh.examples is not None else {
+        i.name: list(i.examples) for i in route.instances if i.examples}
+    for name in [*examples, *sh.thresholds]:
+        if name not in names:
+            errs.add(f"{path}.{'examples' if name in examples else 'thresholds'}.{name}",
+                     f"no instance named {name!r} on this route")
+    for name in sh.thresholds:
+        if name in names and name not in examples:
+            errs.add(f"{path}.thresholds.{name}", "the instance has no shadow examples")
+    catchall = sh.catchall or (own.catchall if own else next(
+        (i.name for i in route.instances if i.name not in examples), route.instances[0].name))
+    if catchall not in names:
+        errs.add(f"{path}.catchall", f"no instance named {catchall!r} on this route")
+    elif sh.catchall is not None and catchall in examples:
+        errs.add(f"{path}.catchall", "the catchall cannot have shadow examples")
+    emb = None
+    if sh.embeddings is not None:
+        emb = _embeddings(sh.embeddings, f"{path}.embeddings", errs)
+    elif own is not None:
+        emb = own.embeddings
+    else:
+        errs.add(f"{path}.embeddings", f"required on a {route.algorithm} route")
+    if emb is None or errs.items:
+        return None
+    threshold = sh.threshold if sh.threshold is not None else own.threshold if own else 0.0
+    base = own or SemanticSpec(threshold=threshold, expose_scores=False, aggregation="max", k=3,
+                               min_margin=0.0, embeddings=emb, catchall=catchall)
+    semantic = replace(base, threshold=threshold, embeddings=emb, catchall=catchall,
+                       auto_threshold=base.auto_threshold and sh.threshold is None,
+                       min_margin=base.min_margin if sh.min_margin is None else sh.min_margin)
+    instances = tuple(replace(i, examples=tuple(examples.get(i.name, ())),
+                              negative_examples=i.negative_examples if own else (),
+                              threshold=_shadow_threshold(sh, i, own is not None),
+                              catchall=i.name == catchall) for i in route.instances)
+    table = replace(route, instances=instances, semantic=semantic, algorithm="semantic")
+    return ShadowSpec(table, inline=multi.balancer.expose_scores or route.debug_headers)
+
+
+def _shadow_threshold(sh: s.Shadow, inst: InstanceSpec, is_semantic: bool) -> float | None:
+    """The shadow's own per-instance value, else (on a semantic route) the instance's,
+    unless the shadow sets one threshold for all."""
+    if inst.name in sh.thresholds:
+        return sh.thresholds[inst.name]
+    return inst.threshold if is_semantic and sh.threshold is None else None

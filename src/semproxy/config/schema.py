@@ -206,6 +206,7 @@ class Balancer(Strict):
     # (see semantic/scorer.py `centered`). Changes the scale of every score,
     # so thresholds chosen without it do not carry over.
     center: bool = False
+    shadow: Shadow | None = None
 
     @field_validator("threshold")
     @classmethod
@@ -231,6 +232,26 @@ class Embeddings(Strict):
     cache_size: int = Field(default=4096, ge=0)
     breaker_failures: int = Field(default=5, ge=1)
     breaker_cooldown: float = Field(default=10.0, gt=0)
+
+
+class Shadow(Strict):
+    """A routing table tried on live traffic without serving (`balancer.shadow`).
+
+    On a semantic route every field is optional: absent ones are the route's own,
+    so a shadow may change only thresholds. On a round-robin or chash route
+    `examples` and `embeddings` make the table.
+    """
+
+    threshold: Threshold | None = None
+    thresholds: dict[InstanceName, Threshold] = Field(default_factory=dict)
+    examples: dict[InstanceName, Annotated[list[Example], Field(min_length=1, max_length=64)]] \
+        | None = None
+    catchall: InstanceName | None = None
+    embeddings: Embeddings | None = None
+    min_margin: float | None = Field(default=None, ge=0.0, le=2.0)
+
+
+Balancer.model_rebuild()  # `Balancer.shadow` names this model, defined after it
 
 
 class SemanticOpts(Strict):

@@ -33,6 +33,10 @@ class DecisionLog:
         self._rows: deque[Row] = deque(maxlen=size)
         self._listeners: set[asyncio.Queue[Entry]] = set()
         self._seq = itertools.count(1)
+        # balancer.shadow: route -> [agree, disagree, not scored, dropped], and the
+        # latest shadow decisions (they complete after their request's row).
+        self.shadow_counts: dict[str, list[int]] = {}
+        self._shadows: deque[Entry] = deque(maxlen=size)
         # The decision of the request running in this task, until its response.
         self._pending: contextvars.ContextVar[tuple[Decision, str | None] | None] = \
             contextvars.ContextVar("semproxy_pending_decision", default=None)
@@ -49,6 +53,21 @@ class DecisionLog:
     def entries(self) -> list[Entry]:
         """The kept decisions, oldest first."""
         return [entry(*row) for row in self._rows]
+
+    @property
+    def shadows(self) -> list[Entry]:
+        """The kept shadow decisions, oldest first."""
+        return list(self._shadows)
+
+    def shadow_agreement(self) -> dict[str, dict[str, int]]:
+        keys = ("agree", "disagree", "errors", "dropped")
+        return {route: dict(zip(keys, counts, strict=True))
+                for route, counts in self.shadow_counts.items()}
+
+    def _publish(self, built: Entry) -> None:
+        for queue in self._listeners:
+            if not queue.full():
+                queue.put_nowait(built)
 
     def record(self, row: Row) -> None:
         self._rows.append(row)
@@ -88,6 +107,22 @@ class DecisionLog:
 
     def on_health(self, route: str, instance: str, healthy: bool) -> None:
         pass
+
+    def on_shadow(self, route: str, serving: str, decision: Decision) -> None:
+        counts = self.shadow_counts.setdefault(route, [0, 0, 0, 0])
+        scored = bool(decision.ranking)
+        counts[0 if scored and decision.pick == serving else 1 if scored else 2] += 1
+        top = decision.top_score
+        built: Entry = {"kind": "shadow", "at": round(time.time(), 3), "route": route,
+                        "serving": serving, "shadow_pick": decision.pick,
+                        "shadow_score": None if top is None else round(top, 4),
+                        "agree": decision.pick == serving if scored else None,
+                        "counts": self.shadow_agreement()[route]}
+        self._shadows.append(built)
+        self._publish(built)
+
+    def on_shadow_dropped(self, route: str) -> None:
+        self.shadow_counts.setdefault(route, [0, 0, 0, 0])[3] += 1
 
 
 def entry(seq: int, at: float, route: str, instance: str, status: int, seconds: float,

@@ -45,3 +45,11 @@ class FanoutObserver:
     def on_health(self, route: str, instance: str, healthy: bool) -> None:
         for o in self.observers:
             o.on_health(route, instance, healthy)
+
+    def on_shadow(self, route: str, serving: str, decision: Decision) -> None:
+        for o in self.observers:
+            o.on_shadow(route, serving, decision)
+
+    def on_shadow_dropped(self, route: str) -> None:
+        for o in self.observers:
+            o.on_shadow_dropped(route)

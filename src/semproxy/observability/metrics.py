@@ -102,6 +102,18 @@ class Metrics:
                                    "model: accurate: ambiguous prompts decided by the fast "
                                    "model because the strong model's queue was full",
                                    registry=r)
+        self.shadow_picks = Counter("semproxy_shadow_picks_total",
+                                    "Shadow table decisions by the instance it would serve",
+                                    ["route", "instance"], registry=r)
+        self.shadow_agreement = Counter("semproxy_shadow_agreement_total",
+                                        "Shadow decisions that agree with the serving pick",
+                                        ["route", "agree"], registry=r)
+        self.shadow_errors = Counter("semproxy_shadow_errors_total",
+                                     "Shadow decisions that could not score the prompt",
+                                     ["route", "reason"], registry=r)
+        self.shadow_dropped = Counter("semproxy_shadow_dropped_total",
+                                      "Shadow decisions skipped because the queue was full",
+                                      ["route"], registry=r)
         self._shed_seen = 0
         self._version: str | None = None
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
@@ -125,6 +137,17 @@ class Metrics:
 
     def on_semantic(self, route: str, decision: Decision, prompt: str | None = None) -> None:
         self._child(self.semantic, route, decision.pick, decision.reason).inc()
+
+    def on_shadow(self, route: str, serving: str, decision: Decision) -> None:
+        if not decision.ranking:  # not scored (embedding failed): no pick to compare
+            self._child(self.shadow_errors, route, decision.reason).inc()
+            return
+        self._child(self.shadow_picks, route, decision.pick).inc()
+        agree = "true" if decision.pick == serving else "false"
+        self._child(self.shadow_agreement, route, agree).inc()
+
+    def on_shadow_dropped(self, route: str) -> None:
+        self._child(self.shadow_dropped, route).inc()
 
     # -- the rest of the gateway -------------------------------------------
     def on_embedding(self, route: str, seconds: float, decision_cached: bool | None) -> None:

@@ -40,6 +40,13 @@ class RequestObserver(Protocol):
     def on_health(self, route: str, instance: str, healthy: bool) -> None:
         """An instance changed health (passive or active)."""
 
+    def on_shadow(self, route: str, serving: str, decision: Decision) -> None:
+        """The route's shadow table decided, off the request path, after the request.
+        A decision without a ranking means the shadow could not score the prompt."""
+
+    def on_shadow_dropped(self, route: str) -> None:
+        """A shadow decision was not made: the shadow queue was full."""
+
 
 class SilentObserver:
     """The default observer: hears everything, records nothing."""
@@ -65,4 +72,10 @@ class SilentObserver:
         pass
 
     def on_health(self, route: str, instance: str, healthy: bool) -> None:
+        pass
+
+    def on_shadow(self, route: str, serving: str, decision: Decision) -> None:
+        pass
+
+    def on_shadow_dropped(self, route: str) -> None:
         pass

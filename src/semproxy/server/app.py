@@ -23,6 +23,7 @@ from semproxy.observability.observer import RequestObserver, SilentObserver
 from semproxy.providers.http import HttpClients
 from semproxy.server.handler import REQUEST_ID, handle
 from semproxy.server.routes import RouteTable
+from semproxy.server.shadow import ShadowRunner
 
 log = logging.getLogger("semproxy.server")
 
@@ -39,6 +40,7 @@ class Gateway:
         self.clients = HttpClients()
         self.observer: RequestObserver = observer or SilentObserver()
         self.table = RouteTable(config, self._pool(), self.observer)
+        self.shadows = ShadowRunner(self.observer)
 
     def _pool(self) -> EmbedderPool:
         return EmbedderPool(self.clients, self.observer.on_embedding_cache)
@@ -75,9 +77,10 @@ class Gateway:
             metrics.on_health_snapshot(route.spec.id, route.health.snapshot())
 
     async def proxy(self, request: web.Request) -> web.StreamResponse:
-        return await handle(request, self.table, self.clients, self.observer)
+        return await handle(request, self.table, self.clients, self.observer, self.shadows)
 
     async def aclose(self) -> None:
+        await self.shadows.aclose()
         await self.table.stop_checks()
         await self.clients.aclose()
 

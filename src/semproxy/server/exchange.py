@@ -54,6 +54,7 @@ class Exchange:
     route: RouteState | None = None
     consumer: str | None = None
     decision: Decision | None = None
+    shadow: Decision | None = None  # the shadow table's decision, when made inline
     attempts: list[Attempt] = field(default_factory=list)
     status: int = 0
     ttft: float | None = None
@@ -179,6 +180,10 @@ def access_fields(exchange: Exchange, seconds: float) -> dict[str, Any]:
     if exchange.decision is not None:
         fields["semantic"] = {"pick": exchange.decision.pick, "reason": exchange.decision.reason,
                               "top_score": exchange.decision.top_score}
+    if exchange.shadow is not None:
+        top = exchange.shadow.top_score
+        fields["shadow_pick"] = exchange.shadow.pick
+        fields["shadow_score"] = None if top is None else round(top, 4)
     if len(exchange.attempts) > 1:
         fields["failover"] = [f"{a.instance}:{a.outcome}" for a in exchange.attempts]
     route = exchange.route

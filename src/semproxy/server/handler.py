@@ -46,6 +46,7 @@ from semproxy.server.exchange import (
 from semproxy.server.inbound import CHAT, EMBEDDINGS, is_models, protocol_for
 from semproxy.server.request import read_body
 from semproxy.server.routes import Candidates, RouteState, RouteTable
+from semproxy.server.shadow import ShadowRunner, shadow_decision
 
 log = logging.getLogger("semproxy.proxy")
 
@@ -67,7 +68,8 @@ class Result:
 
 
 async def handle(request: web.Request, table: RouteTable, clients: HttpClients,
-                 observer: RequestObserver) -> web.StreamResponse:
+                 observer: RequestObserver, shadows: ShadowRunner | None = None
+                 ) -> web.StreamResponse:
     """Serve one request and account for it (metrics, access log), whatever happens."""
     exchange = Exchange(request_id(request))
     request[REQUEST_ID] = exchange.request_id
@@ -85,6 +87,8 @@ async def handle(request: web.Request, table: RouteTable, clients: HttpClients,
                             headers={"X-Request-Id": exchange.request_id})
     finally:
         finish(exchange, observer)
+        if shadows is not None:
+            shadows.after(exchange)
 
 
 async def serve(request: web.Request, exchange: Exchange, table: RouteTable,
@@ -103,6 +107,9 @@ async def serve(request: web.Request, exchange: Exchange, table: RouteTable,
     exchange.model = model if isinstance(model, str) else None
     if route.semantic is not None and parsed.text is not None:
         exchange.decision = await decide(route, parsed.text, observer)
+    if route.shadow is not None and parsed.text and route.spec.shadow is not None \
+            and route.spec.shadow.inline:  # debug mode: the shadow decides before the answer
+        exchange.shadow = await shadow_decision(route, parsed.text)
     candidates = route.candidates(request, exchange.decision, exchange.consumer)
     return await failover(request, exchange, candidates, payload, clients, observer)
 
@@ -311,6 +318,8 @@ def debug_headers(exchange: Exchange) -> dict[str, str]:
         headers["X-AI-Instance"] = exchange.attempts[-1].instance
         if len(exchange.attempts) > 1:
             headers["X-AI-Failover"] = ">".join(a.instance for a in exchange.attempts)
+    if exchange.shadow is not None:
+        headers["X-AI-Shadow-Route"] = exchange.shadow.route_label
     decision, semantic = exchange.decision, spec.semantic
     if decision is not None and semantic is not None and semantic.expose_scores:
         if decision.ranking:

@@ -191,7 +191,8 @@ class Playground:
         return {"route": mask_secrets(route), "config": {"name": name, "text": mask_text(text)}}
 
     async def recent(self, request: web.Request) -> web.Response:
-        return json_response({"entries": list(self.decisions.entries)})
+        return json_response({"entries": list(self.decisions.entries),
+                              "shadow": self.decisions.shadow_agreement()})
 
     async def stream(self, request: web.Request) -> web.StreamResponse:
         """Server-sent events: the buffered decisions, then each new one as it happens."""
@@ -200,7 +201,8 @@ class Playground:
                                                "X-Accel-Buffering": "no"})
         await response.prepare(request)
         queue = self.decisions.listen()
-        backlog = list(self.decisions.entries)
+        # Rows first, then the shadow decisions that complete them (balancer.shadow).
+        backlog = [*self.decisions.entries, *self.decisions.shadows]
         try:
             for item in backlog:
                 await response.write(sse(item))

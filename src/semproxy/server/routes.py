@@ -61,6 +61,7 @@ class RouteState:
     picker: Picker
     health: HealthState
     semantic: SemanticRouter | None = None
+    shadow: SemanticRouter | None = None  # balancer.shadow: decides, never serves
     by_name: dict[str, InstanceSpec] = field(default_factory=dict)
     checker: ActiveChecker | None = None  # started and stopped by the Gateway
 
@@ -116,6 +117,11 @@ def build_route(spec: RouteSpec, pool: EmbedderPool,
     if spec.semantic is not None:
         embeddings = spec.semantic.embeddings
         state.semantic = open_router(spec, pool.get(embeddings), pool.strong(embeddings))
+    if spec.shadow is not None:
+        table = spec.shadow.table
+        assert table.semantic is not None
+        embeddings = table.semantic.embeddings
+        state.shadow = open_router(table, pool.get(embeddings), pool.strong(embeddings))
     active = {i.name: (i.target.url, i.checks.active) for i in spec.instances
               if i.checks and i.checks.active}
     if active:
@@ -164,12 +170,15 @@ class RouteTable:
     def semantic_routers(self) -> Iterator[SemanticRouter]:
         return (r.semantic for r in self.routes if r.semantic is not None)
 
+    def shadow_routers(self) -> Iterator[SemanticRouter]:
+        return (r.shadow for r in self.routes if r.shadow is not None)
+
     async def warm(self) -> None:
         """Build reference vectors now so the first request does not pay for it.
 
         A failure is only logged: requests fail open and retry the build.
         """
-        for router in self.semantic_routers():
+        for router in (*self.semantic_routers(), *self.shadow_routers()):
             try:
                 await router.references()
             except Exception as exc:  # fail-open: a dead embedder must not block startup

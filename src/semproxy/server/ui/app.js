@@ -338,7 +338,9 @@ async function startLive() {
       buffer = events.pop();
       for (const event of events) {
         const data = event.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
-        if (data) addLiveRow(JSON.parse(data));
+        if (!data) continue;
+        const entry = JSON.parse(data);
+        if (entry.kind === "shadow") addShadow(entry); else addLiveRow(entry);
       }
     }
     if (state.live === control) $("live-status").textContent = "the gateway closed the stream";
@@ -351,11 +353,30 @@ function addLiveRow(d) {
   const body = $("live-table").tBodies[0];
   const kind = d.status >= 400 ? "failed" : d.reason && d.reason !== "matched" ? "fallback" : "";
   // The prompt is only in the feed for routes with logging.payloads on.
-  body.prepend(el("tr", { class: kind, "data-seq": d.seq },
+  body.prepend(el("tr", { class: kind, "data-seq": d.seq, "data-route": d.route,
+                         "data-served": d.instance },
     ...[new Date(d.at * 1000).toLocaleTimeString(), d.route, d.pick, d.instance, d.status,
-        num(d.top_score), d.reason ?? "-", `${d.latency_ms} ms`, d.prompt ?? ""]
+        num(d.top_score), d.reason ?? "-", `${d.latency_ms} ms`, "", d.prompt ?? ""]
       .map((v) => el("td", {}, v))));
   while (body.rows.length > LIVE_ROWS) body.lastElementChild.remove();
+}
+
+// A shadow decision completes after its request's row: it fills the oldest row of
+// its route (same serving instance) still waiting, since the shadow queue is FIFO.
+function addShadow(d) {
+  const rows = [...$("live-table").tBodies[0].rows].reverse();
+  const row = rows.find((r) => r.dataset.route === d.route && r.dataset.served === d.serving
+                        && !r.dataset.shadow);
+  if (row) {
+    row.dataset.shadow = d.shadow_pick;
+    const mark = d.agree === null ? " (not scored)" : d.agree ? " = served" : " \u2260 served";
+    row.cells[8].textContent = `${d.shadow_pick} ${num(d.shadow_score)}${mark}`;
+  }
+  const c = d.counts;
+  const scored = c.agree + c.disagree;
+  const share = scored ? `${(100 * c.agree / scored).toFixed(1)}%` : "-";
+  $("live-shadow").textContent = `shadow agreement on ${d.route}: ${share} of ${scored} ` +
+    `scored decisions (${c.errors} not scored, ${c.dropped} dropped)`;
 }
 
 // -- wiring --------------------------------------------------------------------
