@@ -343,6 +343,14 @@ def gateway_config(port: int, kind: str, mock: str, py_mock: str) -> dict:
     if kind in ("rr", "rr2"):
         plugin = {"balancer": {"algorithm": "roundrobin"},
                   "instances": [instance(n, mock) for n in ("a", "b", "c")]}
+    elif kind == "rr-shadow":
+        # Served exactly like "rr"; a shadow semantic table (local model) decides
+        # every request off the request path, in the gateway's bounded queue.
+        groups = list(EXAMPLES.values())
+        plugin = {"balancer": {"algorithm": "roundrobin", "shadow": {
+                      "threshold": 0.3, "embeddings": {"provider": "local"}, "catchall": "c",
+                      "examples": {"a": groups[0], "b": groups[1]}}},
+                  "instances": [instance(n, mock) for n in ("a", "b", "c")]}
     elif kind == "stream":
         plugin = {"balancer": {"algorithm": "roundrobin"},
                   "instances": [instance("sse", py_mock)]}
@@ -582,7 +590,8 @@ def run_all(args, procs: Procs, tmp: Path, rounds: int, duration: float, warm: f
 
     why_not = gateway_importable()
     gw_kinds = {"gw-rr": "rr", "gw-local": "local", "gw-remote": "remote",
-                "gw-rr2": "rr2", "gw-stream": "stream", "gw-accurate": "accurate"}
+                "gw-rr2": "rr2", "gw-stream": "stream", "gw-accurate": "accurate",
+                "gw-rr-shadow": "rr-shadow"}
     for name, kind in gw_kinds.items():
         port = free_port()
         t = Target(name, f"http://127.0.0.1:{port}{chat}")
@@ -635,6 +644,8 @@ def run_all(args, procs: Procs, tmp: Path, rounds: int, duration: float, warm: f
                  "gw-accurate", "small"),
         Scenario("sem-remote", "5 semantic, remote embeddings mock", "gw-remote", "varied"),
         Scenario("rr2", "6 semproxy roundrobin, --workers 2", "gw-rr2"),
+        Scenario("rr-shadow", "7 roundrobin x3 with a shadow semantic table, varied prompts",
+                 "gw-rr-shadow", "varied"),
     ]
     for s in scenarios:
         s.skip = targets[s.target].skip
