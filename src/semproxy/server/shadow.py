@@ -3,10 +3,16 @@
 A request is served exactly as without a shadow. When it is over, the handler
 hands (route, routed text, serving pick, request id) to the gateway's
 `ShadowRunner`: a bounded queue drained by one background task, which makes
-the shadow decision, counts it (picks, agreement with the serving pick) and
-writes one `semproxy.shadow` log line. A full queue drops the job and counts
-it, so shadow work can never slow serving down; an embedding failure in the
-shadow is counted and otherwise ignored.
+the shadow decisions, counts them (picks, agreement with the serving pick) and
+writes one `semproxy.shadow` log line each. An embedding failure in the shadow
+is counted and otherwise ignored.
+
+The shadow shares the worker's CPU with serving, so it is bounded twice: it
+decides what is queued in batches (one embedding call for up to `BATCH` texts,
+far cheaper per text than one call each), and after each batch it rests so its
+busy time stays under `SHARE` of the wall clock. Under load the queue then
+fills and further jobs are dropped and counted: the shadow samples less
+traffic instead of taking CPU from requests.
 
 Debug mode: when the route exposes scores (`expose_scores` or `debug_headers`)
 the shadow decision is made inline, before the response, so it can go out in
@@ -19,8 +25,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from semproxy.errors import EmbeddingError
 from semproxy.observability.logging import log_line
 from semproxy.observability.observer import RequestObserver
 from semproxy.semantic.decision import Decision, fallback
@@ -31,6 +40,9 @@ from semproxy.server.routes import RouteState
 log = logging.getLogger("semproxy.shadow")
 
 QUEUE_CAP = 256  # per gateway (per worker): pending shadow decisions beyond it are dropped
+BATCH = 64  # texts decided with one embedding call
+SHARE = 0.05  # the most of the wall clock the shadow task may be busy
+MAX_REST = 1.0  # s; a batch that mostly waited on a slow remote endpoint rests no longer
 
 
 @dataclass(slots=True)
@@ -49,6 +61,18 @@ async def shadow_decision(route: RouteState, text: str) -> Decision:
     except Exception:  # fail-open: the shadow must never fail (or log a traceback for) a request
         return fallback(route.shadow.spec.catchall, "embedding_error")
     return decision
+
+
+async def shadow_decisions(route: RouteState, texts: Sequence[str]) -> list[Decision]:
+    """The shadow table's decisions on many texts, with one embedding call."""
+    assert route.shadow is not None
+    try:
+        return await route.shadow.route_many([RoutingInput(t) for t in texts])
+    except EmbeddingError as exc:
+        reason = exc.reason
+    except Exception:  # fail-open: the shadow must never disturb the gateway
+        reason = "embedding_error"
+    return [fallback(route.shadow.spec.catchall, reason) for _ in texts]
 
 
 def shadow_fields(decision: Decision) -> dict[str, object]:
@@ -86,9 +110,15 @@ class ShadowRunner:
 
     async def _drain(self) -> None:
         while True:
-            job = await self.queue.get()
-            decision = await shadow_decision(job.route, job.text)
-            self.report(job.route, job.request_id, job.serving, decision)
+            jobs = [await self.queue.get()]
+            while len(jobs) < BATCH and not self.queue.empty():
+                jobs.append(self.queue.get_nowait())
+            started = time.monotonic()
+            for route, group in _by_route(jobs):
+                decisions = await shadow_decisions(route, [j.text for j in group])
+                for job, decision in zip(group, decisions, strict=True):
+                    self.report(route, job.request_id, job.serving, decision)
+            await asyncio.sleep(min(MAX_REST, (time.monotonic() - started) * (1 / SHARE - 1)))
 
     def report(self, route: RouteState, request_id: str, serving: str,
                decision: Decision) -> None:
@@ -105,3 +135,11 @@ class ShadowRunner:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+
+
+def _by_route(jobs: list[ShadowJob]) -> list[tuple[RouteState, list[ShadowJob]]]:
+    """Jobs grouped by route (state objects, compared by identity), in queue order."""
+    groups: dict[int, tuple[RouteState, list[ShadowJob]]] = {}
+    for job in jobs:
+        groups.setdefault(id(job.route), (job.route, []))[1].append(job)
+    return list(groups.values())
