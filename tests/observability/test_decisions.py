@@ -88,3 +88,19 @@ def test_a_prompt_is_kept_only_when_given_and_cut_to_a_few_hundred_characters() 
     log.on_response("auto", "code", 200, 0.01, None, None)
     assert log.entries[0]["prompt"] == "x" * 500
     assert "prompt" not in log.entries[1]
+
+
+def test_shadow_decisions_count_agreement_and_reach_listeners() -> None:
+    log = DecisionLog()
+    queue = log.listen()
+    log.on_shadow("rr", "code", MATCH)  # agrees
+    log.on_shadow("rr", "general", MATCH)  # disagrees
+    log.on_shadow("rr", "code", Decision(pick="general", reason="embedding_error"))
+    log.on_shadow_dropped("rr")
+    assert log.shadow_agreement() == {"rr": {"agree": 1, "disagree": 1, "errors": 1,
+                                             "dropped": 1}}
+    agree, disagree, unscored = log.shadows
+    assert (agree["agree"], disagree["agree"], unscored["agree"]) == (True, False, None)
+    assert (agree["shadow_pick"], agree["shadow_score"], agree["kind"]) == ("code", 0.9123,
+                                                                           "shadow")
+    assert queue.qsize() == 3
