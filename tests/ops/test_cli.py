@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from pathlib import Path
 
 import orjson
@@ -113,18 +112,6 @@ def test_eval_reads_the_official_clinc150_layout(tmp_path: Path) -> None:
     assert {"banking", "travel"} <= {i["name"] for i in instances}
 
 
-def test_calibrate_warns_when_its_figures_rest_on_few_prompts(tmp_path: Path) -> None:
-    data = tmp_path / "few.jsonl"
-    rows = [("write a python function", "code"), ("fix the bug in my code", "code"),
-            ("translate this into german", "translate"), ("summarize this text", "translate"),
-            ("what is the weather", None), ("tell me a joke", None)] * 2
-    data.write_text("".join(orjson.dumps({"prompt": p, "instance": i}).decode() + "\n"
-                            for p, i in rows))
-    done = run_cli("calibrate", "--config", QUICKSTART, "--route", "auto", "--data", str(data),
-                   timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert re.search(r"warning: these figures rest on \d prompts \(95% interval", done.stderr)
-
 
 def labelled(path: Path, rows: list[tuple[str, str | None]]) -> str:
     path.write_text("".join(orjson.dumps({"prompt": p, "instance": i}).decode() + "\n"
@@ -166,12 +153,3 @@ def test_long_instance_names_get_numbered_columns_and_stay_whole(tmp_path: Path)
     assert head.split() == ["#1", "#2", "#3"]
     assert [r.split()[:2] for r in rows] == [["#1", names[0]], ["#2", names[1]],
                                              ["#3", "out_of_scope"]]
-
-
-def test_calibrate_explains_its_columns(tmp_path: Path) -> None:
-    data = labelled(tmp_path / "d.jsonl", [("write a python function", "code"),
-                                           ("what is the weather", None)] * 3)
-    done = run_cli("calibrate", "--config", QUICKSTART, "--route", "auto", "--data", data,
-                   "--holdout", "0", timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert "acc: accuracy" in done.stdout and "catch: share of catchall prompts" in done.stdout
