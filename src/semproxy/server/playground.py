@@ -5,7 +5,7 @@ only thing served without the admin key; the page asks for the key and sends
 it as `X-API-KEY` on every call, so it never appears in a URL or a log line.
 
 Batch endpoints take labelled JSONL as the body (the format `semproxy eval`
-reads) and run on a selector built apart from the live one, so a batch never
+reads) and run on a router built apart from the live one, so a batch never
 fills the live embedding cache or trips its circuit breaker. Applying a proposal
 to a config file rewrites only its thresholds, in place (comments and layout
 kept, as the download does), then reloads; a config in etcd takes the patched
@@ -44,10 +44,10 @@ from semproxy.quality.evaluate import Evaluation, evaluate
 from semproxy.quality.labelled import LabelledDataError, LabelledPrompt, check_labels, parse_lines
 from semproxy.quality.metrics import Confusion
 from semproxy.quality.tuning import Proposal, propose, score_all, thresholds_to_write
+from semproxy.semantic.router import router_for
 from semproxy.server.app import Gateway, json_response
 from semproxy.server.reload import ConfigWatcher
 from semproxy.server.request import parse_object
-from semproxy.server.routes import open_selector
 
 MAX_LINES = 5000
 MAX_BYTES = 8 << 20
@@ -98,9 +98,9 @@ class Playground:
 
     async def eval(self, request: web.Request) -> web.Response:
         items = await read_labelled(request)
-        async with open_selector(self.gateway.config, request.match_info["id"]) as selector:
+        async with router_for(self.gateway.config, request.match_info["id"]) as router:
             try:
-                result = await evaluate(selector, items)
+                result = await evaluate(router, items)
             except LabelledDataError as exc:
                 raise BadRequestError(str(exc)) from exc
             except EmbeddingError as exc:
@@ -112,17 +112,17 @@ class Playground:
         objective, folds, per_instance = calibrate_options(request.query)
         items = await read_labelled(request)
         config = self.gateway.config
-        async with open_selector(config, route_id) as selector:
-            names = selector.scorer.names
+        async with router_for(config, route_id) as router:
+            names = router.names
             try:
-                check_labels(items, [*names, selector.spec.catchall], "labelled data")
-                scored = await score_all(selector, items)
+                check_labels(items, [*names, router.spec.catchall], "labelled data")
+                scored = await score_all(router, items)
             except LabelledDataError as exc:
                 raise BadRequestError(str(exc)) from exc
             except EmbeddingError as exc:
                 raise UpstreamError(f"embedding failed: {exc}") from exc
             # The fit is seconds of numpy on big files: keep the gateway's loop free.
-            found = await asyncio.to_thread(propose, selector, scored,
+            found = await asyncio.to_thread(propose, router, scored,
                                             [i.text for i in items], cal.objective(objective),
                                             folds)
         spec = next(r for r in config.routes if r.id == route_id)
