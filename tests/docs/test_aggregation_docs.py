@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from semproxy.balancer.similarity import AGGREGATIONS
+from semproxy.semantic.similarity import AGGREGATIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 
