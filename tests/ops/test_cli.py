@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 import orjson
@@ -111,6 +112,19 @@ def test_eval_reads_the_official_clinc150_layout(tmp_path: Path) -> None:
     instances = config["routes"][0]["plugins"]["ai-proxy-multi"]["instances"]
     assert {"banking", "travel"} <= {i["name"] for i in instances}
 
+
+def test_calibrate_warns_when_its_figures_rest_on_few_prompts(tmp_path: Path) -> None:
+    data = tmp_path / "few.jsonl"
+    rows = [("write a python function", "code"), ("fix the bug in my code", "code"),
+            ("translate this into german", "translate"), ("summarize this text", "translate"),
+            ("what is the weather", None), ("tell me a joke", None)] * 2
+    data.write_text("".join(orjson.dumps({"prompt": p, "instance": i}).decode() + "\n"
+                            for p, i in rows))
+    done = run_cli("calibrate", "--config", QUICKSTART, "--route", "auto", "--data", str(data),
+                   timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "warning: only 4 out-of-scope prompts" in done.stdout
+    assert re.search(r"in-scope accuracy +100.0% \(8/8, 95% CI", done.stdout)
 
 
 def labelled(path: Path, rows: list[tuple[str, str | None]]) -> str:
