@@ -54,6 +54,7 @@ class SemanticSpec:
     catchall: str
     center: bool = False
     apisix_header: bool = False  # APISIX 3.18 debugging header name as well
+    conversation: s.Conversation | None = None  # None: route on the last user turn only
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,6 +336,7 @@ def _semantic(
         aggregation=balancer.aggregation, k=balancer.k, min_margin=balancer.min_margin,
         embeddings=emb, catchall=catchall, apisix_header=opts is not None and opts.debugging,
         center=balancer.center,
+        conversation=balancer.conversation if balancer.context == "conversation" else None,
     )
 
 

@@ -12,7 +12,8 @@ import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import NamedTuple
+from dataclasses import replace
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -22,8 +23,9 @@ from semproxy.embeddings.factory import EmbedderPool
 from semproxy.errors import BadRequestError, EmbeddingError, NotFoundError
 from semproxy.observability.logging import log_line
 from semproxy.providers.http import HttpClients
+from semproxy.semantic import conversation
 from semproxy.semantic.decision import NO_USER_TEXT, Decision, decide, fallback
-from semproxy.semantic.query import RoutingInput
+from semproxy.semantic.query import RoutingInput, earlier_turns
 from semproxy.semantic.scorer import PromptScorer, References, ScoredInstance
 
 log = logging.getLogger("semproxy.routing")
@@ -52,8 +54,12 @@ class SemanticRouter:
         # reference vectors it was scored against are still the current ones:
         # no embedding, no matrix product. Only scored decisions are kept;
         # failures are retried on the next request.
-        self._decisions: OrderedDict[str, tuple[References, Decision]] = OrderedDict()
+        # Each entry keeps the turn's score row too: a conversation reuses the
+        # earlier turns' scores from here instead of embedding them again.
+        self._decisions: OrderedDict[str, tuple[References, Decision, np.ndarray]] = \
+            OrderedDict()
         self._max_decisions = spec.embeddings.cache_size
+        self._index = {name: i for i, name in enumerate(self.names)}
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -73,49 +79,87 @@ class SemanticRouter:
         return decide(self.names, scores, self.thresholds if thresholds is None else thresholds,
                       self.spec.catchall, min_margin=self.spec.min_margin, negative=negative)
 
+    def query(self, messages: Sequence[Any], text: str) -> RoutingInput:
+        """The input of a chat request: its last user turn `text` and, on a route with
+        `context: conversation`, the user turns before it that are worth reading."""
+        settings = self.spec.conversation
+        if settings is None:
+            return RoutingInput(text)
+        return RoutingInput(text, earlier_turns(messages, settings.max_turns,
+                                                settings.max_turn_chars))
+
+    def narrowed(self, query: RoutingInput) -> RoutingInput:
+        """`query` (earlier turns unfiltered, e.g. from a labelled file) as `query` would
+        have built it from the same conversation."""
+        settings = self.spec.conversation
+        if settings is None:
+            return RoutingInput(query.text)
+        kept = [t for t in query.earlier if t and len(t) <= settings.max_turn_chars]
+        return RoutingInput(query.text, tuple(kept[-(settings.max_turns - 1):]))
+
+    def _turns(self, query: RoutingInput) -> list[str]:
+        """The turns a conversation is decided on; a pasted last turn does not count."""
+        settings = self.spec.conversation
+        if settings is None or not query.earlier:
+            return [query.text]
+        last = [query.text] if query.text and len(query.text) <= settings.max_turn_chars else []
+        return [*query.earlier, *last]
+
     # -- one request (the gateway): cached, fail-open ---------------------------
     async def route(self, query: RoutingInput) -> Routed:
         """The decision for one request; any failure serves the catchall."""
-        text = query.text
-        if not text:
+        turns = self._turns(query)
+        if not turns or not turns[-1]:
             return Routed(fallback(self.spec.catchall, NO_USER_TEXT), None)
-        decision = self._remembered(text)
-        cached = decision is not None
-        if decision is None:
-            decision = await self._score(text)
+        remembered = [self._remembered(t) for t in turns]
+        missing = [t for t, seen in zip(turns, remembered, strict=True) if seen is None]
+        try:
+            fresh = await self._score(missing) if missing else {}
+        except EmbeddingError as exc:
+            log.warning("semantic routing: %s on route %s, serving %s", exc, self.route_id,
+                        self.spec.catchall)
+            return Routed(fallback(self.spec.catchall, exc.reason), None)
+        except Exception as exc:  # fail-open: routing must never turn a request into a 5xx
+            log.warning("semantic routing: unexpected %s on route %s, serving %s",
+                        type(exc).__name__, self.route_id, self.spec.catchall)
+            return Routed(fallback(self.spec.catchall, "embedding_error"), None)
+        scored = [seen or fresh[t] for t, seen in zip(turns, remembered, strict=True)]
+        decision = self._conversation(scored)
         if decision.ranking and not decision.matched and log.isEnabledFor(logging.WARNING):
             log_line(log, logging.WARNING, "semantic routing: no instance cleared threshold "
                      f"(scores: {decision.scores_text}), falling back")
-        return Routed(decision, cached if self._max_decisions > 0 else None)
+        return Routed(decision, not missing if self._max_decisions > 0 else None)
 
-    def _remembered(self, text: str) -> Decision | None:
+    def _conversation(self, scored: Sequence[conversation.Turn]) -> Decision:
+        if len(scored) == 1 or self.spec.conversation is None:
+            return scored[-1][0]
+        chosen = conversation.anchor(scored, self._index, self.spec.conversation)
+        return replace(scored[chosen][0], context=conversation.weights(len(scored), chosen))
+
+    def _remembered(self, text: str) -> conversation.Turn | None:
         entry = self._decisions.get(text)
         if entry is None or entry[0] is not self.scorer.current:
             return None
         self._decisions.move_to_end(text)
-        return entry[1]
+        return entry[1], entry[2]
 
-    def _remember(self, text: str, refs: References, decision: Decision) -> None:
+    def _remember(self, text: str, refs: References, decision: Decision,
+                  scores: np.ndarray) -> None:
         if self._max_decisions <= 0:
             return
-        self._decisions[text] = (refs, decision)
+        self._decisions[text] = (refs, decision, scores)
         if len(self._decisions) > self._max_decisions:
             self._decisions.popitem(last=False)
 
-    async def _score(self, text: str) -> Decision:
-        try:
-            refs, scores, negative = await self.scorer.score_many((text,))
-        except EmbeddingError as exc:
-            log.warning("semantic routing: %s on route %s, serving %s", exc, self.route_id,
-                        self.spec.catchall)
-            return fallback(self.spec.catchall, exc.reason)
-        except Exception as exc:  # fail-open: routing must never turn a request into a 5xx
-            log.warning("semantic routing: unexpected %s on route %s, serving %s",
-                        type(exc).__name__, self.route_id, self.spec.catchall)
-            return fallback(self.spec.catchall, "embedding_error")
-        decision = self.decide(scores[0], None if negative is None else negative[0])
-        self._remember(text, refs, decision)
-        return decision
+    async def _score(self, texts: Sequence[str]) -> dict[str, conversation.Turn]:
+        """Each text scored and decided on its own, with one embedding call; remembered."""
+        refs, scores, negative = await self.scorer.score_many(texts)
+        out: dict[str, conversation.Turn] = {}
+        for row, text in enumerate(texts):
+            decision = self.decide(scores[row], None if negative is None else negative[row])
+            self._remember(text, refs, decision, scores[row])
+            out[text] = (decision, scores[row])
+        return out
 
     # -- many prompts (eval, calibrate, playground): batched, errors raised -------
     async def score_many(self, texts: Sequence[str]
@@ -127,17 +171,19 @@ class SemanticRouter:
     async def route_many(self, queries: Sequence[RoutingInput]) -> list[Decision]:
         """`route` for many inputs with one embedding call, without the cache.
 
-        It does not fail open: an embedding error is raised, because figures
-        computed from fallbacks would be meaningless.
+        Every distinct turn is embedded once. It does not fail open: an
+        embedding error is raised, because figures computed from fallbacks
+        would be meaningless.
         """
-        decisions = [fallback(self.spec.catchall, NO_USER_TEXT) for _ in queries]
-        todo = [i for i, q in enumerate(queries) if q.text]
-        if not todo:
-            return decisions
-        scores, negative = await self.score_many([queries[i].text for i in todo])
-        for row, i in enumerate(todo):
-            decisions[i] = self.decide(scores[row], None if negative is None else negative[row])
-        return decisions
+        turns = [self._turns(q) for q in queries]
+        texts = list(dict.fromkeys(t for ts in turns for t in ts if t))
+        own: dict[str, conversation.Turn] = {}
+        if texts:
+            scores, negative = await self.score_many(texts)
+            own = {t: (self.decide(scores[i], None if negative is None else negative[i]),
+                       scores[i]) for i, t in enumerate(texts)}
+        return [self._conversation([own[t] for t in ts]) if ts and ts[-1]
+                else fallback(self.spec.catchall, NO_USER_TEXT) for ts in turns]
 
 
 def open_router(route: RouteSpec, embedder: Embedder) -> SemanticRouter:

@@ -31,7 +31,6 @@ from semproxy.providers.base import Reply
 from semproxy.providers.http import HttpClients
 from semproxy.providers.sse import sse_events
 from semproxy.semantic.decision import Decision
-from semproxy.semantic.query import RoutingInput
 from semproxy.server.auth import authenticate
 from semproxy.server.exchange import (
     Attempt,
@@ -91,16 +90,19 @@ async def serve(request: web.Request, exchange: Exchange, table: RouteTable,
         request, route.spec.max_body, table.config.client_body_timeout_s))
     payload = exchange.payload = parsed.payload
     if route.semantic is not None:
-        exchange.decision = await decide(route, parsed.text, observer)
+        exchange.decision = await decide(route, payload, parsed.text, observer)
     candidates = route.candidates(request, exchange.decision, exchange.consumer)
     return await failover(request, exchange, candidates, payload, clients, observer)
 
 
-async def decide(route: RouteState, text: str, observer: RequestObserver) -> Decision:
-    """Route on `text`, the user's own words as the client protocol tells them."""
+async def decide(route: RouteState, payload: dict[str, Any], text: str,
+                 observer: RequestObserver) -> Decision:
+    """Route on `text`, the user's own words as the client protocol tells them (and on
+    the earlier user turns of the chat `payload` when the route reads conversations)."""
     assert route.semantic is not None
     started = time.monotonic()
-    decision, cached = await route.semantic.route(RoutingInput(text))
+    decision, cached = await route.semantic.route(route.semantic.query(payload["messages"],
+                                                                        text))
     if decision.ranking:
         observer.on_embedding(route.spec.id, time.monotonic() - started, cached)
     observer.on_semantic(route.spec.id, decision,
@@ -256,6 +258,8 @@ def debug_headers(exchange: Exchange) -> dict[str, str]:
                 headers["X-AI-Semantic-Picked-Instance"] = decision.pick
         if not decision.matched:
             headers["X-AI-Semantic-Reason"] = decision.reason
+        if decision.context:
+            headers["X-AI-Semantic-Context"] = decision.context_text
         if len(exchange.attempts) > 1 and "X-AI-Failover" not in headers:
             headers["X-AI-Failover"] = ">".join(a.instance for a in exchange.attempts)
     return headers

@@ -318,13 +318,19 @@ async function startLive() {
   }
 }
 
+// Conversation routing: how much each user turn weighed, oldest first ("-" otherwise).
+function turnWeights(context) {
+  return context && context.length ? context.join(" / ") : "-";
+}
+
 function addLiveRow(d) {
   const body = $("live-table").tBodies[0];
   const kind = d.status >= 400 ? "failed" : d.reason && d.reason !== "matched" ? "fallback" : "";
   // The prompt is only in the feed for routes with logging.payloads on.
   body.prepend(el("tr", { class: kind, "data-seq": d.seq },
     ...[new Date(d.at * 1000).toLocaleTimeString(), d.route, d.pick, d.instance, d.status,
-        num(d.top_score), d.reason ?? "-", `${d.latency_ms} ms`, d.prompt ?? ""]
+        num(d.top_score), d.reason ?? "-", turnWeights(d.context), `${d.latency_ms} ms`,
+        d.prompt ?? ""]
       .map((v) => el("td", {}, v))));
   while (body.rows.length > LIVE_ROWS) body.lastElementChild.remove();
 }
