@@ -392,10 +392,10 @@ NOTES: dict[str, tuple[str, str]] = {
     "Conversation.switch_margin": ("A turn moves the conversation only if it scores its own "
                                    "pick this much above the current instance.",
                                    "新一轮对自己首选实例的得分须比当前实例高出该值才会切换。"),
-    "Conversation.switch_lift": ("...and its best score stands this far above its mean over "
-                                 "all instances (topic-free follow-ups score all alike).",
-                                 "……且其最高分须比它对所有实例的平均分高出该值（无主题的追问"
-                                 "对各实例得分相近）。"),
+    "Conversation.followup_margin": ("...and this much above its closest phrase among the "
+                                     "topic-free follow-ups semproxy ships.",
+                                     "……且须比它与 semproxy 自带的无主题追问语句的最高相似度"
+                                     "高出该值。"),
     "Conversation.max_turn_chars": ("Longer user turns (pasted logs, files) are skipped.",
                                     "超过该长度的用户轮次（粘贴的日志、文件）被跳过。"),
     # Embeddings

@@ -200,9 +200,9 @@ class Conversation(Strict):
     # A turn leads to another instance only if it scores that instance this much
     # higher than the instance the conversation is on...
     switch_margin: float = Field(default=0.15, ge=0.0, le=2.0)
-    # ...and its best score stands this far above its mean over all instances
-    # (topic-free follow-ups score every instance alike).
-    switch_lift: float = Field(default=0.185, ge=0.0, le=2.0)
+    # ...and this much higher than its closest phrase among the topic-free
+    # follow-ups semproxy ships (semantic/followups.txt).
+    followup_margin: float = Field(default=0.0, ge=-2.0, le=2.0)
     # Longer user turns are pasted material (logs, files), not the user's words: skipped.
     max_turn_chars: int = Field(default=1000, ge=1, le=16384)
 

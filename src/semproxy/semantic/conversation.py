@@ -18,19 +18,28 @@ Measured on CLINC150 conversations (docs/en/semantic-routing.md).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from importlib import resources
 
 import numpy as np
 
 from semproxy.config.schema import Conversation
 from semproxy.semantic.decision import Decision
 
-Turn = tuple[Decision, np.ndarray]  # a turn's own decision and its scores (router order)
+# A turn's own decision, its scores (router order) and its best cosine to FOLLOWUPS.
+Turn = tuple[Decision, np.ndarray, float | None]
+
+# Topic-free follow-ups written for semproxy ("make it shorter", "why is that"),
+# embedded with each conversation route's examples: a turn that resembles them
+# at least as much as its best instance is a follow-up, not a new topic.
+FOLLOWUPS = tuple(line.strip() for line in resources.files("semproxy.semantic")
+                  .joinpath("followups.txt").read_text(encoding="utf-8").splitlines()
+                  if line.strip())
 
 
 def switches(new: Turn, current: Turn, index: Mapping[str, int],
              settings: Conversation) -> bool:
     """Whether `new` moves the conversation away from the `current` anchor turn."""
-    decision, scores = new
+    decision, scores, generic = new
     if not decision.matched:
         return False  # a turn that clears no threshold cannot lead anywhere
     if not current[0].matched:
@@ -40,8 +49,9 @@ def switches(new: Turn, current: Turn, index: Mapping[str, int],
         return True  # same instance: the newer turn's scores are the fresher view
     # Python floats: a handful of values, cheaper than numpy scalars.
     own = float(scores[mine])
-    return (own - float(scores[theirs]) >= settings.switch_margin
-            and own - float(scores.mean()) >= settings.switch_lift)
+    if generic is not None and own - generic < settings.followup_margin:
+        return False  # it reads like a follow-up more than like its instance
+    return own - float(scores[theirs]) >= settings.switch_margin
 
 
 def anchor(turns: Sequence[Turn], index: Mapping[str, int], settings: Conversation) -> int:

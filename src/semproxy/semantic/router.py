@@ -56,8 +56,7 @@ class SemanticRouter:
         # failures are retried on the next request.
         # Each entry keeps the turn's score row too: a conversation reuses the
         # earlier turns' scores from here instead of embedding them again.
-        self._decisions: OrderedDict[str, tuple[References, Decision, np.ndarray]] = \
-            OrderedDict()
+        self._decisions: OrderedDict[str, tuple[References, conversation.Turn]] = OrderedDict()
         self._max_decisions = spec.embeddings.cache_size
         self._index = {name: i for i, name in enumerate(self.names)}
 
@@ -141,31 +140,35 @@ class SemanticRouter:
         if entry is None or entry[0] is not self.scorer.current:
             return None
         self._decisions.move_to_end(text)
-        return entry[1], entry[2]
+        return entry[1]
 
-    def _remember(self, text: str, refs: References, decision: Decision,
-                  scores: np.ndarray) -> None:
+    def _remember(self, text: str, refs: References, turn: conversation.Turn) -> None:
         if self._max_decisions <= 0:
             return
-        self._decisions[text] = (refs, decision, scores)
+        self._decisions[text] = (refs, turn)
         if len(self._decisions) > self._max_decisions:
             self._decisions.popitem(last=False)
 
     async def _score(self, texts: Sequence[str]) -> dict[str, conversation.Turn]:
         """Each text scored and decided on its own, with one embedding call; remembered."""
-        refs, scores, negative = await self.scorer.score_many(texts)
-        out: dict[str, conversation.Turn] = {}
-        for row, text in enumerate(texts):
-            decision = self.decide(scores[row], None if negative is None else negative[row])
-            self._remember(text, refs, decision, scores[row])
-            out[text] = (decision, scores[row])
+        refs, scores, negative, generic = await self.scorer.score_many(texts)
+        out = self._own_turns(texts, scores, negative, generic)
+        for text, turn in out.items():
+            self._remember(text, refs, turn)
         return out
+
+    def _own_turns(self, texts: Sequence[str], scores: np.ndarray, negative: np.ndarray | None,
+                   generic: np.ndarray | None) -> dict[str, conversation.Turn]:
+        """Each text's own decision, scores and closeness to the shipped follow-ups."""
+        return {text: (self.decide(scores[row], None if negative is None else negative[row]),
+                       scores[row], None if generic is None else float(generic[row]))
+                for row, text in enumerate(texts)}
 
     # -- many prompts (eval, calibrate, playground): batched, errors raised -------
     async def score_many(self, texts: Sequence[str]
                          ) -> tuple[np.ndarray, np.ndarray | None]:
         """`(n, n_instances)` scores (and negatives) of many texts: one embedding call."""
-        _, scores, negative = await self.scorer.score_many(texts)
+        _, scores, negative, _ = await self.scorer.score_many(texts)
         return scores, negative
 
     async def route_many(self, queries: Sequence[RoutingInput]) -> list[Decision]:
@@ -179,9 +182,8 @@ class SemanticRouter:
         texts = list(dict.fromkeys(t for ts in turns for t in ts if t))
         own: dict[str, conversation.Turn] = {}
         if texts:
-            scores, negative = await self.score_many(texts)
-            own = {t: (self.decide(scores[i], None if negative is None else negative[i]),
-                       scores[i]) for i, t in enumerate(texts)}
+            _, scores, negative, generic = await self.scorer.score_many(texts)
+            own = self._own_turns(texts, scores, negative, generic)
         return [self._conversation([own[t] for t in ts]) if ts and ts[-1]
                 else fallback(self.spec.catchall, NO_USER_TEXT) for ts in turns]
 
@@ -194,8 +196,9 @@ def open_router(route: RouteSpec, embedder: Embedder) -> SemanticRouter:
     instances = [ScoredInstance(i.name, i.examples, i.negative_examples,
                                 spec.threshold if i.threshold is None else i.threshold)
                  for i in route.instances if i.examples]
+    followups = conversation.FOLLOWUPS if spec.conversation is not None else ()
     return SemanticRouter(route.id, spec, PromptScorer(instances, embedder, spec.aggregation,
-                                                       spec.k, spec.center))
+                                                       spec.k, spec.center, followups))
 
 
 @asynccontextmanager

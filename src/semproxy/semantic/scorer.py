@@ -38,13 +38,16 @@ class References:
     center: np.ndarray | None = None
     aggregation: str = "max"
     k: int = 3
+    followups: np.ndarray | None = None  # the shipped topic-free follow-ups (conversations)
 
     @property
     def dim(self) -> int:
         return int(self.matrix.shape[1])
 
-    def score(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        """`(n, n_instances)` scores of `n` embedded prompts, and of the negatives if any.
+    def score(self, vectors: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """`(n, n_instances)` scores of `n` embedded prompts, of the negatives if any, and
+        each prompt's best cosine to the shipped follow-ups (when they were loaded).
 
         Every instance here has examples (the scorer keeps only those), so the
         segments are all non-empty and the aggregation runs without the masking
@@ -59,10 +62,11 @@ class References:
             sims = sims.astype(np.float64)
         scores = AGGREGATIONS[self.aggregation](sims, self.starts, self.k,
                                                  self.sum_norms, self.matrix)
+        generic = None if self.followups is None else (prompts @ self.followups.T).max(axis=-1)
         if self.negatives is None or self.negative_bounds is None:
-            return scores, None
+            return scores, None, generic
         return scores, np.atleast_2d(instance_scores(prompts, self.negatives,
-                                                     self.negative_bounds))
+                                                     self.negative_bounds)), generic
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,12 +103,14 @@ class PromptScorer:
         aggregation: str = "max",
         k: int = 3,
         center: bool = False,
+        followups: Sequence[str] = (),
     ) -> None:
         self.instances = tuple(i for i in instances if i.examples)
         self._embedder = embedder
         self._aggregation = aggregation
         self._k = k
         self._center = center
+        self._followups = tuple(followups)
         self._refs: References | None = None
         self._building: asyncio.Future[References] | None = None
 
@@ -136,9 +142,11 @@ class PromptScorer:
         negatives = [i.negative_examples for i in self.instances]
         texts = [t for group in positives for t in group]
         neg_texts = [t for group in negatives for t in group]
-        vectors = await self._embedder.embed(texts + neg_texts)
-        if vectors.ndim != 2 or vectors.shape[0] != len(texts) + len(neg_texts):
+        extra = list(self._followups)
+        vectors = await self._embedder.embed(texts + neg_texts + extra)
+        if vectors.ndim != 2 or vectors.shape[0] != len(texts) + len(neg_texts) + len(extra):
             raise EmbeddingError("reference embeddings have the wrong shape")
+        own = len(texts) + len(neg_texts)
         mean = normalize(vectors[: len(texts)]).mean(axis=0) if self._center and texts else None
         matrix = centered(vectors, mean)
         bounds = _bounds(positives)
@@ -147,19 +155,21 @@ class PromptScorer:
             thresholds=tuple(i.threshold for i in self.instances),
             matrix=np.ascontiguousarray(matrix[: len(texts)]),
             bounds=bounds,
-            negatives=np.ascontiguousarray(matrix[len(texts):]) if neg_texts else None,
+            negatives=np.ascontiguousarray(matrix[len(texts):own]) if neg_texts else None,
             negative_bounds=_bounds(negatives) if neg_texts else None,
             sum_norms=segment_sum_norms(matrix[: len(texts)], bounds),
             starts=bounds[:-1],
             center=mean,
             aggregation=self._aggregation,
             k=self._k,
+            followups=np.ascontiguousarray(matrix[own:]) if extra else None,
         )
 
     async def score_many(
         self, texts: Sequence[str]
-    ) -> tuple[References, np.ndarray, np.ndarray | None]:
-        """Scores of every instance with examples for each text (and of their negatives).
+    ) -> tuple[References, np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """Scores of every instance with examples for each text (and of their negatives,
+        and the texts' closeness to the shipped follow-ups; see `References.score`).
 
         One embedding call and one matrix product for the whole batch; the
         gateway's per-request path is this with one text, so a batch routes
