@@ -69,17 +69,26 @@ def test_routing_text_is_the_users_words_never_a_tool_result() -> None:
     assert routing_text(messages) == "now in french"
 
 
-@pytest.mark.parametrize("request_", [
-    {"messages": []},
-    {"messages": [{"role": "system", "content": "x"}]},
-    {"messages": [{"role": "user", "content": [{"type": "document", "source": {}}]}]},
-    {"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "web_search"}]},
-])
-def test_malformed_requests_are_refused_with_the_field_named(request_: dict[str, object]) -> None:
+def test_an_empty_conversation_is_refused() -> None:
     with pytest.raises(BadRequestError) as raised:
-        parse(**request_)
-    assert raised.value.message.split(":")[0] in ("messages", "messages.0.role",
-                                                   "messages.0.content.0.type", "tools.0")
+        parse(messages=[])
+    assert raised.value.message.startswith("messages:")
+
+
+@pytest.mark.parametrize(("request_", "field"), [
+    ({"messages": [{"role": "system", "content": "x"}]}, "messages.0.role"),
+    ({"messages": [{"role": "user", "content": [{"type": "document", "source": {}}]}]},
+     "messages.0.content.0.type"),
+    ({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "web_search"}]},
+     "tools.0"),
+])
+def test_what_chat_cannot_carry_is_kept_for_native_instances_with_the_field_named(
+        request_: dict[str, object], field: str) -> None:
+    body = {"model": "m", "max_tokens": 16, **request_}
+    parsed = AnthropicMessages().parse(orjson.dumps(body))
+    assert parsed.native == body and parsed.payload == {}
+    assert parsed.unsupported is not None
+    assert parsed.unsupported.message.startswith(field + ":")
 
 
 def test_length_stops_as_max_tokens() -> None:
@@ -89,7 +98,7 @@ def test_length_stops_as_max_tokens() -> None:
     assert message["usage"] == {"input_tokens": 0, "output_tokens": 0}
 
 
-def test_text_then_tool_call_stream_as_two_blocks_split_anywhere() -> None:
+def test_text_then_tool_call_stream_as_two_blocks_fed_in_runs_of_events() -> None:
     upstream = b"".join([
         chunk({"role": "assistant", "content": "let me look"}),
         chunk({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "f",
@@ -98,8 +107,9 @@ def test_text_then_tool_call_stream_as_two_blocks_split_anywhere() -> None:
         chunk({}, "tool_calls"), chunk(usage={"prompt_tokens": 3, "completion_tokens": 7}),
         b"data: [DONE]\n\n"])
     stream = AnthropicMessages().stream("m")
-    raw = b"".join(stream.feed(upstream[i:i + 7]) for i in range(0, len(upstream), 7))
-    raw += stream.close()
+    events_in = upstream.split(b"\n\n")[:-1]
+    runs = [b"\n\n".join(events_in[:2]) + b"\n\n", *(e + b"\n\n" for e in events_in[2:])]
+    raw = b"".join(stream.feed(run) for run in runs) + stream.close()
     got = events(raw)
     assert [name for name, _ in got] == [
         "message_start", "ping", "content_block_start", "content_block_delta",
@@ -109,6 +119,12 @@ def test_text_then_tool_call_stream_as_two_blocks_split_anywhere() -> None:
                                           "input": {}}
     assert got[9][1]["delta"] == {"stop_reason": "tool_use", "stop_sequence": None}
     assert got[9][1]["usage"] == {"output_tokens": 7, "input_tokens": 3}
+
+
+def test_a_garbled_event_is_skipped_not_fatal() -> None:
+    stream = AnthropicMessages().stream("m")
+    out = stream.feed(b"data: {not json\n\n" + chunk({"content": "ok"}))
+    assert [name for name, _ in events(out)][-1] == "content_block_delta"
 
 
 def test_a_broken_stream_ends_with_an_anthropic_error_event() -> None:

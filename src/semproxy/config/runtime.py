@@ -19,7 +19,7 @@ from semproxy.config import schema as s
 from semproxy.embeddings.factory import EmbeddingSpec
 from semproxy.embeddings.registry import DEFAULT_LOCAL_MODEL, LOCAL_MODELS
 from semproxy.errors import ConfigError, UpstreamError
-from semproxy.providers.base import ChatProvider, EmbeddingsProvider
+from semproxy.providers.base import ChatProvider, EmbeddingsProvider, EmbeddingsRelay
 from semproxy.providers.http import NetPolicy, Target, TlsFiles
 from semproxy.providers.registry import LOCAL_EMBEDDINGS, PROVIDERS, embedding_provider_names
 
@@ -41,6 +41,8 @@ class InstanceSpec:
     threshold: float | None = None
     catchall: bool = False
     checks: s.Checks | None = None
+    # Where the instance answers clients' embeddings requests; None: it cannot.
+    embeddings_target: Target | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,16 +253,21 @@ def _instances(
             continue
         provider = cls(instance=inst.name)
         model = inst.options.get("model")
-        target = provider.target(inst.override.endpoint, inst.auth,
-                                 model if isinstance(model, str) else None,
-                                 _own_net(net, inst.proxy, inst.tls))
+        model = model if isinstance(model, str) else None
+        own = _own_net(net, inst.proxy, inst.tls)
+        target = provider.target(inst.override.endpoint, inst.auth, model, own)
         _check_target(target, ipath, errs)
+        embeddings_target = None
+        if isinstance(provider, EmbeddingsRelay) and provider.relays_embeddings():
+            embeddings_target = provider.embeddings_target(inst.override.endpoint, inst.auth,
+                                                           model, own)
         out.append(InstanceSpec(
             name=inst.name, provider=provider, target=target,
             options=MappingProxyType(dict(inst.options)), weight=inst.weight,
             priority=inst.priority, examples=tuple(inst.examples or ()),
             negative_examples=tuple(inst.negative_examples or ()),
             threshold=inst.threshold, catchall=inst.catchall, checks=inst.checks,
+            embeddings_target=embeddings_target,
         ))
     return tuple(out)
 
@@ -355,7 +362,13 @@ def _catchall(multi: s.AIProxyMulti, ppath: str, errs: _Errors) -> str | None:
             errs.add(f"{ppath}.semantic_opts.fallback", f"no instance named {named!r}")
             return None
         return named
-    return marked[0][1].name if marked else multi.instances[0].name
+    if marked:
+        return marked[0][1].name
+    first = multi.instances[0].name
+    errs.warnings.append(f"{ppath}.instances: no instance is the catchall, so the first one "
+                         f"({first}) serves every prompt that clears no threshold; mark the "
+                         "intended one with catchall: true")
+    return first
 
 
 def _embeddings(e: s.Embeddings, epath: str, errs: _Errors) -> EmbeddingSpec | None:

@@ -202,7 +202,7 @@ class Conversation(Strict):
     switch_margin: float = Field(default=0.15, ge=0.0, le=2.0)
     # ...and this much higher than its closest phrase among the topic-free
     # follow-ups semproxy ships (semantic/followups.txt).
-    followup_margin: float = Field(default=0.0, ge=-2.0, le=2.0)
+    followup_margin: float = Field(default=-0.04, ge=-2.0, le=2.0)
     # Longer user turns are pasted material (logs, files), not the user's words: skipped.
     max_turn_chars: int = Field(default=1000, ge=1, le=16384)
 

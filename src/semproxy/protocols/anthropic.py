@@ -45,7 +45,13 @@ class AnthropicMessages:
             raise BadRequestError("messages: must be a non-empty array")
         if not isinstance(request.get("max_tokens"), int) or request["max_tokens"] < 1:
             raise BadRequestError("max_tokens: a positive integer is required")
-        return Parsed(to_chat(request, messages), routing_text(messages))
+        try:
+            payload = to_chat(request, messages)
+        except BadRequestError as exc:
+            # Blocks Chat Completions cannot carry (documents, server tools, ...)
+            # can still go, as they are, to a native Anthropic instance.
+            return Parsed({}, routing_text(messages), request, exc)
+        return Parsed(payload, routing_text(messages), request)
 
     def reply(self, body: bytes) -> bytes:
         return orjson.dumps(from_chat(orjson.loads(body)))

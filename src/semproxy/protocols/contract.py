@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from semproxy.errors import BadRequestError
 from semproxy.semantic.query import MAX_ROUTING_TEXT
 
 
@@ -13,11 +14,17 @@ class Parsed:
     """A client request in the gateway's terms.
 
     `payload` is what goes upstream (a Chat Completions body, or an embeddings
-    body); `text` is the user's own words that semantic routing compares.
+    body); `text` is the user's own words that semantic routing compares, None
+    for a request that is not routed on meaning (embeddings). `native` is the
+    client's own body when an instance speaking the same protocol may take it
+    as it is; `unsupported` says why it has no Chat Completions form (payload
+    is then empty and only such native instances can serve it).
     """
 
     payload: dict[str, Any]
-    text: str
+    text: str | None
+    native: dict[str, Any] | None = None
+    unsupported: BadRequestError | None = None
 
 
 class StreamTranslator(Protocol):

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import numpy as np
 import orjson
@@ -57,12 +57,50 @@ class EmbeddingsProvider(Protocol):
     ) -> np.ndarray: ...
 
 
+@runtime_checkable
+class EmbeddingsRelay(Protocol):
+    """Serves clients' own `POST /v1/embeddings` requests (an embeddings route)."""
+
+    def relays_embeddings(self) -> bool: ...
+
+    def embeddings_target(
+        self, endpoint: str | None, auth: Any, model: str | None, net: NetPolicy
+    ) -> Target: ...
+
+    async def relay_embeddings(self, clients: HttpClients, target: Target, body: dict[str, Any],
+                               request_id: str = "") -> Reply: ...
+
+
+@runtime_checkable
+class NativeRelay(Protocol):
+    """Speaks a client protocol natively: a request in that protocol goes as it is."""
+
+    native_protocol: ClassVar[str]  # the ClientProtocol name, e.g. "messages"
+
+    async def relay_native(self, clients: HttpClients, target: Target, body: dict[str, Any],
+                           request_id: str = "") -> Reply: ...
+
+
 def join_url(endpoint: str, path: str) -> str:
-    """A bare scheme+host endpoint gets the provider path; a full URL is used as given."""
+    """The URL to call for `path` (the provider's API path, e.g. /v1/chat/completions).
+
+    A bare scheme+host endpoint gets the whole path. A base URL, as the OpenAI SDK,
+    vLLM, Ollama and LiteLLM write it (`http://host:8000/v1`, `.../proxy/v1`), ends
+    in the start of the path: it gets the rest (`/chat/completions`). Anything
+    else is a full URL and is used as given.
+    """
     parts = urlsplit(endpoint)
-    if parts.path not in ("", "/") or parts.query:
+    base = parts.path.rstrip("/")
+    if parts.query:
         return endpoint
-    return endpoint.rstrip("/") + path
+    if not base:
+        return endpoint.rstrip("/") + path
+    segments = base.split("/")
+    for i in range(1, len(segments)):  # the longest tail of the base first
+        tail = "/" + "/".join(segments[i:])
+        if path.startswith(tail + "/"):
+            return urlunsplit(parts._replace(path=base)) + path[len(tail):]
+    return endpoint
 
 
 def safe_label(url: str) -> str:
@@ -95,6 +133,9 @@ class OpenAIStyleProvider:
     @classmethod
     def has_embeddings(cls) -> bool:
         return cls.embeddings_path is not None
+
+    def relays_embeddings(self) -> bool:
+        return self.embeddings_path is not None
 
     def target(self, endpoint: str | None, auth: Any, model: str | None, net: NetPolicy) -> Target:
         return self._target(endpoint, self.chat_path, auth, model, net)
@@ -131,6 +172,12 @@ class OpenAIStyleProvider:
                    request_id: str = "") -> Reply:
         return await clients.post(target, orjson.dumps(self.shape_body(body)), request_id,
                                   stream=body.get("stream") is True)
+
+    async def relay_embeddings(self, clients: HttpClients, target: Target, body: dict[str, Any],
+                               request_id: str = "") -> Reply:
+        if not self.sends_model:
+            body.pop("model", None)
+        return await clients.post(target, orjson.dumps(body), request_id)
 
     async def embed(self, clients: HttpClients, target: Target, texts: Sequence[str]) -> np.ndarray:
         payload: dict[str, Any] = {"input": list(texts)}

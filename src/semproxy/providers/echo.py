@@ -2,16 +2,22 @@
 
 It answers a valid chat.completion (or an SSE stream when `stream` is true) that
 names the instance and quotes the prompt, so routing can be seen end to end
-without keys.
+without keys. The gateway translates that answer for Anthropic and Responses
+clients like any other upstream's. Embeddings requests get vectors derived
+from a hash of each input: the same text, the same unit vector, and no meaning.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import time
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
 import orjson
 
 from semproxy.providers.http import HttpClients, NetPolicy, Target
@@ -68,20 +74,45 @@ class EchoProvider:
     def has_embeddings(cls) -> bool:
         return False
 
+    def relays_embeddings(self) -> bool:
+        return True
+
     def target(self, endpoint: str | None, auth: Any, model: str | None, net: NetPolicy) -> Target:
         return Target(url="echo://local", headers={}, net=net, model=model, label="echo://local")
+
+    def embeddings_target(
+        self, endpoint: str | None, auth: Any, model: str | None, net: NetPolicy
+    ) -> Target:
+        return self.target(endpoint, auth, model, net)
+
+    async def relay_embeddings(self, clients: HttpClients, target: Target, body: dict[str, Any],
+                               request_id: str = "") -> MemoryReply:
+        given = body.get("input")
+        texts = [given] if isinstance(given, str) else list(given or ())
+        size = body.get("dimensions")
+        size = size if isinstance(size, int) and 0 < size <= 4096 else ECHO_DIMENSIONS
+        as_base64 = body.get("encoding_format") == "base64"
+        data = [{"object": "embedding", "index": i,
+                 "embedding": _vector(str(text), size, as_base64)} for i, text in enumerate(texts)]
+        tokens = sum(len(str(t).split()) for t in texts)
+        answer = {"object": "list", "data": data,
+                  "model": str(body.get("model") or target.model or "echo"),
+                  "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+        return MemoryReply([orjson.dumps(answer)], "application/json")
 
     async def chat(self, clients: HttpClients, target: Target, body: dict[str, Any],
                    request_id: str = "") -> MemoryReply:
         model = str(body.get("model") or target.model or "echo")
         text = f"[{self.instance}] {last_user_text(body)}"
         created = int(time.time())
+        completion_id = f"chatcmpl-echo-{uuid.uuid4().hex}"  # unique, as OpenAI's are
         usage = {"prompt_tokens": len(text.split()), "completion_tokens": len(text.split()),
                  "total_tokens": 2 * len(text.split())}
         if body.get("stream") is True:
-            return MemoryReply(_stream(model, text, created, usage), "text/event-stream")
+            return MemoryReply(_stream(completion_id, model, text, created, usage),
+                               "text/event-stream")
         completion = {
-            "id": f"chatcmpl-echo-{created}", "object": "chat.completion", "created": created,
+            "id": completion_id, "object": "chat.completion", "created": created,
             "model": model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                          "finish_reason": "stop"}],
@@ -90,9 +121,22 @@ class EchoProvider:
         return MemoryReply([orjson.dumps(completion)], "application/json")
 
 
-def _stream(model: str, text: str, created: int, usage: dict[str, int]) -> list[bytes]:
+ECHO_DIMENSIONS = 8
+
+
+def _vector(text: str, size: int, as_base64: bool) -> list[float] | str:
+    seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+    vector = np.random.default_rng(seed).standard_normal(size).astype(np.float32)
+    vector /= np.linalg.norm(vector) or 1.0
+    if as_base64:
+        return base64.b64encode(vector.tobytes()).decode()
+    return [float(x) for x in vector]
+
+
+def _stream(completion_id: str, model: str, text: str, created: int, usage: dict[str, int]
+            ) -> list[bytes]:
     def event(delta: dict[str, Any], finish: str | None, extra: dict[str, Any]) -> bytes:
-        chunk = {"id": f"chatcmpl-echo-{created}", "object": "chat.completion.chunk",
+        chunk = {"id": completion_id, "object": "chat.completion.chunk",
                  "created": created, "model": model,
                  "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
         return b"data: " + orjson.dumps(chunk) + b"\n\n"
@@ -100,7 +144,7 @@ def _stream(model: str, text: str, created: int, usage: dict[str, int]) -> list[
     events = [event({"role": "assistant", "content": ""}, None, {})]
     events += [event({"content": word + " "}, None, {}) for word in text.split()]
     events.append(event({}, "stop", {}))
-    final = {"id": f"chatcmpl-echo-{created}", "object": "chat.completion.chunk",
+    final = {"id": completion_id, "object": "chat.completion.chunk",
              "created": created, "model": model, "choices": [], "usage": usage}
     events.append(b"data: " + orjson.dumps(final) + b"\n\n")
     events.append(b"data: [DONE]\n\n")

@@ -142,10 +142,24 @@ def render(ev: Evaluation) -> str:
     return "\n".join(lines)
 
 
+# Instance names up to this long head their own column; longer ones are numbered,
+# so a matrix of long names stays one screen wide and every name stays whole.
+NAMED_COLUMNS = 12
+
+
 def _matrix_text(c: Confusion) -> str:
-    width = max(6, *(len(n) for n in c.labels)) + 1
-    short = [n[:6] for n in c.labels]
-    head = " " * width + "".join(f"{n:>7}" for n in short)
-    rows = [f"{name:<{width}}" + "".join(f"{v:>7}" for v in row)
-            for name, row in zip(c.labels, np.asarray(c.counts).tolist(), strict=True)]
-    return "\n".join([head, *rows])
+    counts = np.asarray(c.counts).tolist()
+    widest = max(len(n) for n in c.labels)
+    if widest <= NAMED_COLUMNS:
+        col = max(6, widest) + 1
+        head = " " * (widest + 1) + "".join(f"{n:>{col}}" for n in c.labels)
+        rows = [f"{name:<{widest + 1}}" + "".join(f"{v:>{col}}" for v in row)
+                for name, row in zip(c.labels, counts, strict=True)]
+        return "\n".join([head, *rows])
+    col = max(6, *(len(str(v)) + 1 for row in counts for v in row))
+    tag = len(str(len(c.labels)))
+    head = " " * (tag + widest + 3) + "".join(f"{f'#{i}':>{col}}"
+                                                for i in range(1, len(c.labels) + 1))
+    rows = [f"#{i:<{tag}} {name:<{widest + 1}}" + "".join(f"{v:>{col}}" for v in row)
+            for i, (name, row) in enumerate(zip(c.labels, counts, strict=True), start=1)]
+    return "\n".join([head, *rows, "(columns numbered as the rows)"])

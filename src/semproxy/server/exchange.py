@@ -20,14 +20,17 @@ from aiohttp import web
 
 from semproxy.observability.logging import log_line
 from semproxy.observability.observer import RequestObserver
-from semproxy.protocols.contract import ClientProtocol
+from semproxy.protocols.contract import ClientProtocol, Parsed
 from semproxy.semantic.decision import Decision
 from semproxy.server.inbound import CHAT
 from semproxy.server.routes import RouteState
 
 access_log = logging.getLogger("semproxy.access")
 
-USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
+# Token counts by their name in Chat Completions, and in Anthropic's answers
+# (relayed as they are from a native instance).
+USAGE_KEYS = {"prompt_tokens": "prompt", "completion_tokens": "completion",
+              "total_tokens": "total", "input_tokens": "prompt", "output_tokens": "completion"}
 MAX_LOGGED_PAYLOAD = 4096
 MAX_REQUEST_ID = 128
 MAX_PENDING_LINE = 64 * 1024  # a usage event is far smaller; longer lines are not kept
@@ -57,6 +60,7 @@ class Exchange:
     usage: dict[str, int] | None = None
     model: str | None = None
     payload: dict[str, Any] | None = None
+    parsed: Parsed | None = None
     response_body: bytes | None = None
     protocol: ClientProtocol = CHAT
 
@@ -122,13 +126,15 @@ class StreamUsage:
         self._pending = rest if len(rest) <= MAX_PENDING_LINE else b""
         for line in lines:
             if line.startswith(b"data: {") and b'"usage"' in line:
-                self.usage = usage_from_body(line[6:]) or self.usage
+                found = usage_from_body(line[6:])
+                if found:  # Anthropic spreads its counts over two events
+                    self.usage = {**self.usage, **found} if self.usage else found
 
 
 def _usage(node: Any) -> dict[str, int] | None:
     if not isinstance(node, dict):
         return None
-    found = {k[: -len("_tokens")]: v for k, v in node.items()
+    found = {USAGE_KEYS[k]: v for k, v in node.items()
              if k in USAGE_KEYS and isinstance(v, int) and v >= 0}
     return found or None
 

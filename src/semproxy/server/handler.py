@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +16,9 @@ import aiohttp
 import orjson
 from aiohttp import web
 
+from semproxy.config.runtime import InstanceSpec
 from semproxy.errors import (
+    BadRequestError,
     GatewayError,
     UnavailableError,
     UpstreamConnectError,
@@ -27,7 +28,8 @@ from semproxy.errors import (
 )
 from semproxy.observability.observer import RequestObserver
 from semproxy.protocols.contract import ClientProtocol, StreamTranslator
-from semproxy.providers.base import Reply
+from semproxy.protocols.models import anthropic_list, openai_list
+from semproxy.providers.base import EmbeddingsRelay, NativeRelay, Reply
 from semproxy.providers.http import HttpClients
 from semproxy.providers.sse import sse_events
 from semproxy.semantic.decision import Decision
@@ -40,13 +42,14 @@ from semproxy.server.exchange import (
     request_id,
     usage_from_body,
 )
-from semproxy.server.inbound import CHAT, protocol_for
+from semproxy.server.inbound import CHAT, EMBEDDINGS, is_models, protocol_for
 from semproxy.server.request import read_body
 from semproxy.server.routes import Candidates, RouteState, RouteTable
 
 log = logging.getLogger("semproxy.proxy")
 
 SSE = "text/event-stream"
+LARGE_BODY = 256 * 1024  # relayed by `relay_large`; smaller bodies in one `web.Response`
 REQUEST_ID = web.RequestKey("semproxy.request_id", str)  # read by the error middleware
 
 
@@ -59,6 +62,7 @@ class Result:
     reply: Reply | None = None
     body: bytes | None = None  # read before relaying, unless the reply is an event stream
     error: UpstreamError | None = None
+    native: bool = False  # the answer is in the client's protocol already
 
 
 async def handle(request: web.Request, table: RouteTable, clients: HttpClients,
@@ -84,15 +88,32 @@ async def handle(request: web.Request, table: RouteTable, clients: HttpClients,
 
 async def serve(request: web.Request, exchange: Exchange, table: RouteTable,
                 clients: HttpClients, observer: RequestObserver) -> web.StreamResponse:
+    if is_models(request.path, request.method):
+        return list_models(request, exchange, table)
     route = exchange.route = table.match(request.path, request.method)
     exchange.consumer = authenticate(request, route.spec, table.config.consumers)
     parsed = exchange.protocol.parse(await read_body(
         request, route.spec.max_body, table.config.client_body_timeout_s))
     payload = exchange.payload = parsed.payload
-    if route.semantic is not None:
+    exchange.parsed = parsed
+    # The model as the client wrote it: the instance's configured one can come from
+    # the environment (`options.model: ${VAR}`) and has no place in every log line.
+    model = payload.get("model")
+    exchange.model = model if isinstance(model, str) else None
+    if route.semantic is not None and parsed.text is not None:
         exchange.decision = await decide(route, payload, parsed.text, observer)
     candidates = route.candidates(request, exchange.decision, exchange.consumer)
     return await failover(request, exchange, candidates, payload, clients, observer)
+
+
+def list_models(request: web.Request, exchange: Exchange, table: RouteTable) -> web.Response:
+    """The route's models, in the list shape of the SDK that asks."""
+    route = exchange.route = table.find(request.path)
+    exchange.consumer = authenticate(request, route.spec, table.config.consumers)
+    is_anthropic = "anthropic-version" in request.headers
+    body = anthropic_list(route.spec) if is_anthropic else openai_list(route.spec)
+    return web.Response(body=orjson.dumps(body), content_type="application/json",
+                        headers={"X-Request-Id": exchange.request_id})
 
 
 async def decide(route: RouteState, payload: dict[str, Any], text: str,
@@ -101,7 +122,7 @@ async def decide(route: RouteState, payload: dict[str, Any], text: str,
     the earlier user turns of the chat `payload` when the route reads conversations)."""
     assert route.semantic is not None
     started = time.monotonic()
-    decision, cached = await route.semantic.route(route.semantic.query(payload["messages"],
+    decision, cached = await route.semantic.route(route.semantic.query(payload.get("messages", ()),
                                                                         text))
     if decision.ranking:
         observer.on_embedding(route.spec.id, time.monotonic() - started, cached)
@@ -126,6 +147,7 @@ async def failover(request: web.Request, exchange: Exchange, candidates: Candida
     assert route is not None
     health = route.health
     skip = health.unusable(route.names)
+    skip = skip | _unable(exchange, route)
     tried: set[str] = set()
     name = candidates.next(skip)
     if name is None:
@@ -133,9 +155,8 @@ async def failover(request: web.Request, exchange: Exchange, candidates: Candida
     while True:
         tried.add(name)
         health.claim(name)
-        result = await _attempt(route, name, payload, clients, exchange.request_id)
+        result = await _attempt(route, name, payload, clients, exchange)
         _record(exchange, observer, name, result)
-        exchange.model = _model(route.by_name[name].options, payload)
         nxt = candidates.next(tried | skip) if _may_retry(exchange, result) else None
         if nxt is None:
             return await _conclude(request, exchange, result)
@@ -146,26 +167,60 @@ async def failover(request: web.Request, exchange: Exchange, candidates: Candida
         name = nxt
 
 
+def _unable(exchange: Exchange, route: RouteState) -> frozenset[str]:
+    """Instances that cannot serve this request at all (the loop skips them)."""
+    if exchange.protocol is EMBEDDINGS:
+        if len(route.without_embeddings) == len(route.names):
+            raise BadRequestError(f"route {route.spec.id} has no instance that serves "
+                                  "embeddings")
+        return route.without_embeddings
+    parsed = exchange.parsed
+    if parsed is None or parsed.unsupported is None:
+        return frozenset()
+    native = route.native.get(exchange.protocol.name, frozenset())
+    if not native:
+        raise parsed.unsupported
+    return frozenset(route.names) - native
+
+
 async def _attempt(route: RouteState, name: str, payload: dict[str, Any], clients: HttpClients,
-                   rid: str) -> Result:
+                   exchange: Exchange) -> Result:
     instance = route.by_name[name]
     started = time.monotonic()
+    parsed = exchange.parsed
+    native = parsed.native if parsed is not None and name in route.native.get(
+        exchange.protocol.name, ()) else None
     try:
-        reply = await instance.provider.chat(clients, instance.target,
-                                             {**payload, **instance.options}, rid)
+        if native is not None:
+            reply = await _native(instance, clients, {**native, **instance.options},
+                                  exchange.request_id)
+        elif exchange.protocol is EMBEDDINGS:
+            reply = await _embeddings(instance, clients, {**payload, **instance.options},
+                                      exchange.request_id)
+        else:
+            reply = await instance.provider.chat(
+                clients, instance.target, {**payload, **instance.options}, exchange.request_id)
         # A whole body is read here, inside the attempt: a connection that breaks
         # before the client saw a byte can still fail over. Streams cannot.
         body = None if _is_stream(reply) else await reply.read()
     except UpstreamError as exc:
         return Result(_transport_outcome(exc), time.monotonic() - started, error=exc)
     outcome = "ok" if reply.status < 400 else f"http_{reply.status}"
-    return Result(outcome, time.monotonic() - started, reply, body)
+    return Result(outcome, time.monotonic() - started, reply, body, native=native is not None)
 
 
-def _model(options: Mapping[str, Any], payload: dict[str, Any]) -> str | None:
-    """The model asked of the instance: its configured one overrides the client's."""
-    model = options.get("model", payload.get("model"))
-    return model if isinstance(model, str) else None
+async def _native(instance: InstanceSpec, clients: HttpClients, body: dict[str, Any],
+                  rid: str) -> Reply:
+    provider = instance.provider
+    assert isinstance(provider, NativeRelay)  # route.native lists only these
+    return await provider.relay_native(clients, instance.target, body, rid)
+
+
+async def _embeddings(instance: InstanceSpec, clients: HttpClients, body: dict[str, Any],
+                      rid: str) -> Reply:
+    provider, target = instance.provider, instance.embeddings_target
+    assert isinstance(provider, EmbeddingsRelay) and target is not None  # skipped otherwise
+    return await provider.relay_embeddings(clients, target, body, rid)
 
 
 def _is_stream(reply: Reply) -> bool:
@@ -218,15 +273,23 @@ async def _conclude(request: web.Request, exchange: Exchange, result: Result
                     ) -> web.StreamResponse:
     """Relay the last answer; with none, report every instance tried and why."""
     if _failed(exchange, result):
-        _log_exhausted(exchange)
+        _log_exhausted(exchange, result)
     if result.reply is not None:
-        return await relay(request, exchange, result.reply, result.body)
-    tried = ", ".join(f"{a.instance} {a.describe()}" for a in exchange.attempts)
-    # A broken answer (too large, invalid status, corrupt body) says why; refused and
-    # timed-out attempts are described by their outcome already.
-    last = f"; {result.error.message}" if type(result.error) is UpstreamError else ""
-    error: UpstreamError = UpstreamError(
-        f"no instance could serve the request; tried: {tried}{last}")
+        return await relay(request, exchange, result.reply, result.body, result.native)
+    message = "no instance could serve the request"
+    broken = result.error if type(result.error) is UpstreamError else None
+    if exchange.route is not None and exchange.route.spec.debug_headers:
+        # Instance names, outcomes and upstream addresses describe the deployment:
+        # only for routes whose debug switch is on (they are always in the log).
+        tried = ", ".join(f"{a.instance} {a.describe()}" for a in exchange.attempts)
+        # A broken answer (too large, invalid status, corrupt body) says why; refused
+        # and timed-out attempts are described by their outcome already.
+        message += f"; tried: {tried}" + (f"; {broken.message}" if broken else "")
+    else:  # how each attempt ended, and why an answer was unusable, without names
+        outcomes = ", ".join(a.describe() for a in exchange.attempts)
+        message += f"; attempts: {outcomes}" if outcomes else ""
+        message += f"; {broken.public}" if broken is not None and broken.public else ""
+    error: UpstreamError = UpstreamError(message)
     if len(exchange.attempts) == 1 and isinstance(result.error, UpstreamTimeoutError):
         error = UpstreamTimeoutError(error.message)
     body = exchange.protocol.error(error.status, error.message, error.type, error.code)
@@ -234,11 +297,12 @@ async def _conclude(request: web.Request, exchange: Exchange, result: Result
                         content_type="application/json")
 
 
-def _log_exhausted(exchange: Exchange) -> None:
+def _log_exhausted(exchange: Exchange, result: Result) -> None:
     assert exchange.route is not None
     tried = ", ".join(f"{a.instance} ({a.outcome})" for a in exchange.attempts)
-    log.warning("route %s: giving up after %d attempt(s): %s", exchange.route.spec.id,
-                len(exchange.attempts), tried)
+    last = f"; {result.error.message}" if type(result.error) is UpstreamError else ""
+    log.warning("route %s: giving up after %d attempt(s): %s%s", exchange.route.spec.id,
+                len(exchange.attempts), tried, last)
 
 
 def debug_headers(exchange: Exchange) -> dict[str, str]:
@@ -265,19 +329,22 @@ def debug_headers(exchange: Exchange) -> dict[str, str]:
     return headers
 
 
-async def relay(request: web.Request, exchange: Exchange, reply: Reply, body: bytes | None
-                ) -> web.StreamResponse:
-    """Send the chosen answer: ``body`` when it was read already, else the live stream."""
+async def relay(request: web.Request, exchange: Exchange, reply: Reply, body: bytes | None,
+                native: bool = False) -> web.StreamResponse:
+    """Send the chosen answer: ``body`` when it was read already, else the live stream.
+    A `native` answer is in the client's protocol already and goes as it is."""
     headers = debug_headers(exchange)
     if body is None:
-        return await relay_stream(request, exchange, reply, headers)
+        return await relay_stream(request, exchange, reply, headers, native)
     exchange.usage = usage_from_body(body)
-    if exchange.protocol is not CHAT:
+    if exchange.protocol is not CHAT and not native:
         body = translate(exchange.protocol, reply.status, body)
         headers["Content-Type"] = "application/json"
     else:
         headers["Content-Type"] = reply.content_type or "application/json"
     exchange.response_body = body
+    if len(body) >= LARGE_BODY:
+        return await relay_large(request, reply.status, headers, body)
     return web.Response(body=body, status=reply.status, headers=headers)
 
 
@@ -306,8 +373,29 @@ def upstream_error(body: bytes, status: int) -> tuple[str, str, str | None]:
     return f"upstream answered HTTP {status}", "upstream_error", None
 
 
+async def relay_large(request: web.Request, status: int, headers: dict[str, str], body: bytes
+                      ) -> web.StreamResponse:
+    """Send a big body, and let it go at once if the client left while it was sent.
+
+    aiohttp reports a lost client through a future whose exception's traceback
+    leads back to the future (a reference cycle). With `web.Response` that cycle
+    also reaches the response and so the body; the worker's GC tuning may then
+    keep it for a long time. Here the traceback is dropped where the error is
+    caught, so nothing of this request stays reachable from the cycle.
+    """
+    response = web.StreamResponse(status=status, headers=headers)
+    response.content_length = len(body)
+    try:
+        await response.prepare(request)
+        await response.write(body)
+        await response.write_eof()
+    except ConnectionError as exc:  # aiohttp's ClientConnectionResetError is one too
+        exc.__traceback__ = None
+    return response
+
+
 async def relay_stream(request: web.Request, exchange: Exchange, reply: Reply,
-                       headers: dict[str, str]) -> web.StreamResponse:
+                       headers: dict[str, str], native: bool = False) -> web.StreamResponse:
     """Relay SSE events as they arrive; never buffer a whole event stream.
 
     Once the first byte is out nothing can be retried: an upstream failure (or an
@@ -324,7 +412,7 @@ async def relay_stream(request: web.Request, exchange: Exchange, reply: Reply,
     assert exchange.route is not None
     target = exchange.route.by_name[exchange.attempts[-1].instance].target
     usage = StreamUsage()
-    translator = exchange.protocol.stream(exchange.model)
+    translator = None if native else exchange.protocol.stream(exchange.model)
     try:
         async for chunk in sse_events(reply, target.net.max_event, target.net.timeout_s,
                                       target.label):
