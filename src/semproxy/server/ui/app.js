@@ -150,6 +150,9 @@ function drawBars(result) {
   $("pick").textContent = result ? result.pick : "-";
   $("reason").textContent = result ? result.reason : "-";
   $("margin").textContent = result ? num(result.margin) : "-";
+  // Conversation routing: each user turn read, oldest first, with its weight.
+  $("turns").textContent = result && result.context
+    ? result.context.map((t) => `${t.weight} "${t.turn.slice(0, 40)}"`).join(" / ") : "-";
   const rows = result ? result.scores : [];
   // Drawn at the chart's own width (CSS: 100% of the page, at most 720 px), so a
   // narrow window gets a narrower plot instead of a chart running off the page.
