@@ -9,7 +9,7 @@ same way. Nothing here knows about HTTP.
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -24,6 +24,7 @@ from semproxy.errors import BadRequestError, EmbeddingError, NotFoundError
 from semproxy.observability.logging import log_line
 from semproxy.providers.http import HttpClients
 from semproxy.semantic import conversation
+from semproxy.semantic.cascade import CascadeScorer
 from semproxy.semantic.decision import NO_USER_TEXT, Decision, decide, fallback
 from semproxy.semantic.query import RoutingInput, earlier_turns
 from semproxy.semantic.scorer import PromptScorer, References, ScoredInstance
@@ -46,10 +47,14 @@ class Routed(NamedTuple):
 class SemanticRouter:
     """Embeds, scores and decides for one route of one config version."""
 
-    def __init__(self, route_id: str, spec: SemanticSpec, scorer: PromptScorer) -> None:
+    def __init__(self, route_id: str, spec: SemanticSpec, scorer: PromptScorer,
+                 cascade: CascadeScorer | None = None) -> None:
         self.route_id = route_id
         self.spec = spec
         self.scorer = scorer
+        # model: accurate: `scorer` is the fast stage, the cascade adds the strong one.
+        self.cascade = cascade
+        self.stages: Counter[str] = Counter()  # which stage decided (cascade only)
         # A repeated prompt gets the decision it got before, as long as the
         # reference vectors it was scored against are still the current ones:
         # no embedding, no matrix product. Only scored decisions are kept;
@@ -67,9 +72,12 @@ class SemanticRouter:
 
     @property
     def thresholds(self) -> tuple[float, ...]:
-        return tuple(i.threshold for i in self.scorer.instances)
+        """The thresholds in force (of the fast stage under `model: accurate`)."""
+        return self.scorer.thresholds
 
     async def references(self) -> References:
+        if self.cascade is not None:
+            return await self.cascade.references()  # and the strong ones in the background
         return await self.scorer.references()
 
     def decide(self, scores: np.ndarray, negative: np.ndarray | None = None,
@@ -151,25 +159,52 @@ class SemanticRouter:
 
     async def _score(self, texts: Sequence[str]) -> dict[str, conversation.Turn]:
         """Each text scored and decided on its own, with one embedding call; remembered."""
-        refs, scores, negative, generic = await self.scorer.score_many(texts)
-        out = self._own_turns(texts, scores, negative, generic)
+        if self.cascade is None:
+            refs, scores, negative, generic = await self.scorer.score_turns(texts)
+            out = self._own_turns(texts, scores, negative, generic, [refs.thresholds] * len(texts))
+        else:
+            # The cascade scores with the stage each text needs; the follow-up check is
+            # a fast-model measure, so it is not applied to these turns.
+            scores, negative, thresholds = await self._score_rows(texts)
+            refs = self.scorer.current  # type: ignore[assignment]
+            out = self._own_turns(texts, scores, negative, None, thresholds)
         for text, turn in out.items():
-            self._remember(text, refs, turn)
+            # Remembered against the fast stage's references, which both stages' live as long as.
+            self._remember(text, self.scorer.current or refs, turn)
         return out
 
     def _own_turns(self, texts: Sequence[str], scores: np.ndarray, negative: np.ndarray | None,
-                   generic: np.ndarray | None) -> dict[str, conversation.Turn]:
-        """Each text's own decision, scores and closeness to the shipped follow-ups."""
-        return {text: (self.decide(scores[row], None if negative is None else negative[row]),
+                   generic: np.ndarray | None, thresholds: Sequence[tuple[float, ...]]
+                   ) -> dict[str, conversation.Turn]:
+        """Each text's own decision (with the thresholds of the stage that scored it: cosine
+        scales differ between models), its scores and its closeness to the follow-ups."""
+        return {text: (self.decide(scores[row], None if negative is None else negative[row],
+                                   thresholds[row]),
                        scores[row], None if generic is None else float(generic[row]))
                 for row, text in enumerate(texts)}
 
     # -- many prompts (eval, calibrate, playground): batched, errors raised -------
     async def score_many(self, texts: Sequence[str]
                          ) -> tuple[np.ndarray, np.ndarray | None]:
-        """`(n, n_instances)` scores (and negatives) of many texts: one embedding call."""
-        _, scores, negative, _ = await self.scorer.score_many(texts)
+        """`(n, n_instances)` scores (and negatives) of many texts: one embedding call.
+
+        Under `model: accurate` the ambiguous rows hold the strong model's scores.
+        """
+        scores, negative, _ = await self._score_rows(texts)
         return scores, negative
+
+    async def _score_rows(self, texts: Sequence[str]
+                          ) -> tuple[np.ndarray, np.ndarray | None, list[tuple[float, ...]]]:
+        """Scores, negatives, and each row's thresholds (those of the stage that scored it)."""
+        if self.cascade is None:
+            refs, scores, negative = await self.scorer.score_many(texts)
+            return scores, negative, [refs.thresholds] * len(texts)
+        if len(texts) == 1:  # one request's turn: the cascade's bounded, shedding path
+            (refs, scores, negative), stage = await self.cascade.score(texts[0])
+            self.stages[stage] += 1
+            return scores, negative, [(self.cascade.refs_for(stage) or refs).thresholds]
+        (refs, scores, negative), stages = await self.cascade.score_many(texts)
+        return scores, negative, [(self.cascade.refs_for(s) or refs).thresholds for s in stages]
 
     async def route_many(self, queries: Sequence[RoutingInput]) -> list[Decision]:
         """`route` for many inputs with one embedding call, without the cache.
@@ -182,23 +217,36 @@ class SemanticRouter:
         texts = list(dict.fromkeys(t for ts in turns for t in ts if t))
         own: dict[str, conversation.Turn] = {}
         if texts:
-            _, scores, negative, generic = await self.scorer.score_many(texts)
-            own = self._own_turns(texts, scores, negative, generic)
+            if self.cascade is None:
+                refs, scores, negative, generic = await self.scorer.score_turns(texts)
+                rows = [refs.thresholds] * len(texts)
+            else:
+                (scores, negative, rows), generic = await self._score_rows(texts), None
+            own = self._own_turns(texts, scores, negative, generic, rows)
         return [self._conversation([own[t] for t in ts]) if ts and ts[-1]
                 else fallback(self.spec.catchall, NO_USER_TEXT) for ts in turns]
 
 
-def open_router(route: RouteSpec, embedder: Embedder) -> SemanticRouter:
-    """The router of a semantic route: the one way every caller builds it."""
+def open_router(route: RouteSpec, embedder: Embedder, strong: Embedder | None = None
+                ) -> SemanticRouter:
+    """The router of a semantic route: the one way every caller builds it.
+
+    `strong` is the second stage of `model: accurate` (EmbedderPool.strong).
+    """
     spec = route.semantic
     if spec is None:
         raise BadRequestError(f"route {route.id!r} does not use semantic balancing")
     instances = [ScoredInstance(i.name, i.examples, i.negative_examples,
-                                spec.threshold if i.threshold is None else i.threshold)
+                                i.threshold if i.threshold is not None
+                                else None if spec.auto_threshold else spec.threshold)
                  for i in route.instances if i.examples]
     followups = conversation.FOLLOWUPS if spec.conversation is not None else ()
-    return SemanticRouter(route.id, spec, PromptScorer(instances, embedder, spec.aggregation,
-                                                       spec.k, spec.center, followups))
+    fast = PromptScorer(instances, embedder, spec.aggregation, spec.k, spec.center, followups)
+    # The strong stage never centres: centring corrects the common component of
+    # averaged word vectors, and measured worse on MiniLM's vectors.
+    cascade = None if strong is None else CascadeScorer(
+        fast, PromptScorer(instances, strong, spec.aggregation, spec.k))
+    return SemanticRouter(route.id, spec, fast, cascade)
 
 
 @asynccontextmanager
@@ -215,6 +263,8 @@ async def router_for(config: GatewayConfig, route_id: str) -> AsyncIterator[Sema
         raise BadRequestError(f"route {route_id!r} does not use semantic balancing")
     clients = HttpClients()
     try:
-        yield open_router(route, EmbedderPool(clients).get(route.semantic.embeddings))
+        pool = EmbedderPool(clients)
+        embeddings = route.semantic.embeddings
+        yield open_router(route, pool.get(embeddings), pool.strong(embeddings))
     finally:
         await clients.aclose()

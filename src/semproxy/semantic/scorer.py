@@ -17,6 +17,7 @@ import numpy as np
 
 from semproxy.embeddings import Embedder
 from semproxy.errors import EmbeddingError
+from semproxy.semantic.auto_threshold import background_prompts, complete
 from semproxy.semantic.similarity import (
     AGGREGATIONS,
     instance_scores,
@@ -74,7 +75,7 @@ class ScoredInstance:
     name: str
     examples: tuple[str, ...]
     negative_examples: tuple[str, ...]
-    threshold: float
+    threshold: float | None  # None: learned when the references are built (threshold: auto)
 
 
 def centered(vectors: np.ndarray, center: np.ndarray | None) -> np.ndarray:
@@ -119,6 +120,13 @@ class PromptScorer:
         return tuple(i.name for i in self.instances)
 
     @property
+    def thresholds(self) -> tuple[float, ...]:
+        """The thresholds in force: learned ones (threshold: auto) once the references exist."""
+        if self._refs is not None:
+            return self._refs.thresholds
+        return tuple(0.0 if i.threshold is None else i.threshold for i in self.instances)
+
+    @property
     def current(self) -> References | None:
         """The reference vectors in use now (None before the first build)."""
         return self._refs
@@ -142,18 +150,26 @@ class PromptScorer:
         negatives = [i.negative_examples for i in self.instances]
         texts = [t for group in positives for t in group]
         neg_texts = [t for group in negatives for t in group]
+        thresholds = tuple(i.threshold for i in self.instances)
+        background = background_prompts() if None in thresholds else []
         extra = list(self._followups)
-        vectors = await self._embedder.embed(texts + neg_texts + extra)
-        if vectors.ndim != 2 or vectors.shape[0] != len(texts) + len(neg_texts) + len(extra):
+        vectors = await self._embedder.embed(texts + neg_texts + background + extra)
+        if vectors.ndim != 2 or vectors.shape[0] != (len(texts) + len(neg_texts)
+                                                     + len(background) + len(extra)):
             raise EmbeddingError("reference embeddings have the wrong shape")
         own = len(texts) + len(neg_texts)
+        ours = own + len(background)  # then the shipped follow-ups, if any
         mean = normalize(vectors[: len(texts)]).mean(axis=0) if self._center and texts else None
         matrix = centered(vectors, mean)
         bounds = _bounds(positives)
+        refs = np.ascontiguousarray(matrix[: len(texts)])
         return References(
             names=self.names,
-            thresholds=tuple(i.threshold for i in self.instances),
-            matrix=np.ascontiguousarray(matrix[: len(texts)]),
+            # Learning runs one scoring pass per example: off the event loop.
+            thresholds=await asyncio.get_running_loop().run_in_executor(
+                None, complete, thresholds, refs, bounds,
+                matrix[own:ours], self._score_fn),
+            matrix=refs,
             bounds=bounds,
             negatives=np.ascontiguousarray(matrix[len(texts):own]) if neg_texts else None,
             negative_bounds=_bounds(negatives) if neg_texts else None,
@@ -162,19 +178,31 @@ class PromptScorer:
             center=mean,
             aggregation=self._aggregation,
             k=self._k,
-            followups=np.ascontiguousarray(matrix[own:]) if extra else None,
+            followups=np.ascontiguousarray(matrix[ours:]) if extra else None,
         )
+
+    def _score_fn(self, prompts: np.ndarray, refs: np.ndarray, bounds: np.ndarray
+                  ) -> np.ndarray:
+        """This scorer's aggregation as `auto_threshold` calls it (learning thresholds)."""
+        return np.atleast_2d(instance_scores(prompts, refs, bounds, self._aggregation, self._k))
 
     async def score_many(
         self, texts: Sequence[str]
-    ) -> tuple[References, np.ndarray, np.ndarray | None, np.ndarray | None]:
-        """Scores of every instance with examples for each text (and of their negatives,
-        and the texts' closeness to the shipped follow-ups; see `References.score`).
+    ) -> tuple[References, np.ndarray, np.ndarray | None]:
+        """Scores of every instance with examples for each text (and of their negatives).
 
         One embedding call and one matrix product for the whole batch; the
         gateway's per-request path is this with one text, so a batch routes
         exactly as requests would. Returns `(n_texts, n_instances)` scores.
         """
+        refs, scores, negative, _ = await self.score_turns(texts)
+        return refs, scores, negative
+
+    async def score_turns(
+        self, texts: Sequence[str]
+    ) -> tuple[References, np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """`score_many`, plus each text's closeness to the shipped follow-ups (None when
+        the route does not read conversations); see `References.score`."""
         refs = self._refs
         if refs is None:
             refs = await self.references()
