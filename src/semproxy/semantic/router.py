@@ -166,11 +166,12 @@ class SemanticRouter:
             # The cascade scores with the stage each text needs; the follow-up check is
             # a fast-model measure, so it is not applied to these turns.
             scores, negative, thresholds = await self._score_rows(texts)
-            refs = self.scorer.current  # type: ignore[assignment]
             out = self._own_turns(texts, scores, negative, None, thresholds)
-        for text, turn in out.items():
-            # Remembered against the fast stage's references, which both stages' live as long as.
-            self._remember(text, self.scorer.current or refs, turn)
+        # Remembered against the fast stage's references, which both stages' live as long as.
+        current = self.scorer.current
+        if current is not None:
+            for text, turn in out.items():
+                self._remember(text, current, turn)
         return out
 
     def _own_turns(self, texts: Sequence[str], scores: np.ndarray, negative: np.ndarray | None,
