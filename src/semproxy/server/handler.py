@@ -33,7 +33,6 @@ from semproxy.providers.base import EmbeddingsRelay, NativeRelay, Reply
 from semproxy.providers.http import HttpClients
 from semproxy.providers.sse import sse_events
 from semproxy.semantic.decision import Decision
-from semproxy.semantic.query import RoutingInput
 from semproxy.server.auth import authenticate
 from semproxy.server.exchange import (
     Attempt,
@@ -102,7 +101,7 @@ async def serve(request: web.Request, exchange: Exchange, table: RouteTable,
     model = payload.get("model")
     exchange.model = model if isinstance(model, str) else None
     if route.semantic is not None and parsed.text is not None:
-        exchange.decision = await decide(route, parsed.text, observer)
+        exchange.decision = await decide(route, payload, parsed.text, observer)
     candidates = route.candidates(request, exchange.decision, exchange.consumer)
     return await failover(request, exchange, candidates, payload, clients, observer)
 
@@ -117,11 +116,14 @@ def list_models(request: web.Request, exchange: Exchange, table: RouteTable) -> 
                         headers={"X-Request-Id": exchange.request_id})
 
 
-async def decide(route: RouteState, text: str, observer: RequestObserver) -> Decision:
-    """Route on `text`, the user's own words as the client protocol tells them."""
+async def decide(route: RouteState, payload: dict[str, Any], text: str,
+                 observer: RequestObserver) -> Decision:
+    """Route on `text`, the user's own words as the client protocol tells them (and on
+    the earlier user turns of the chat `payload` when the route reads conversations)."""
     assert route.semantic is not None
     started = time.monotonic()
-    decision, cached = await route.semantic.route(RoutingInput(text))
+    decision, cached = await route.semantic.route(route.semantic.query(payload.get("messages", ()),
+                                                                        text))
     if decision.ranking:
         observer.on_embedding(route.spec.id, time.monotonic() - started, cached)
     observer.on_semantic(route.spec.id, decision,
@@ -320,6 +322,8 @@ def debug_headers(exchange: Exchange) -> dict[str, str]:
                 headers["X-AI-Semantic-Picked-Instance"] = decision.pick
         if not decision.matched:
             headers["X-AI-Semantic-Reason"] = decision.reason
+        if decision.context:
+            headers["X-AI-Semantic-Context"] = decision.context_text
         if len(exchange.attempts) > 1 and "X-AI-Failover" not in headers:
             headers["X-AI-Failover"] = ">".join(a.instance for a in exchange.attempts)
     return headers
