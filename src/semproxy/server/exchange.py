@@ -180,6 +180,8 @@ def access_fields(exchange: Exchange, seconds: float) -> dict[str, Any]:
     if exchange.decision is not None:
         fields["semantic"] = {"pick": exchange.decision.pick, "reason": exchange.decision.reason,
                               "top_score": exchange.decision.top_score}
+        if exchange.decision.context:  # conversation routing: each user turn's weight
+            fields["semantic"]["context"] = list(exchange.decision.context)
     if exchange.shadow is not None:
         top = exchange.shadow.top_score
         fields["shadow_pick"] = exchange.shadow.pick

@@ -33,7 +33,6 @@ from semproxy.providers.base import EmbeddingsRelay, NativeRelay, Reply
 from semproxy.providers.http import HttpClients
 from semproxy.providers.sse import sse_events
 from semproxy.semantic.decision import Decision
-from semproxy.semantic.query import RoutingInput
 from semproxy.server.auth import authenticate
 from semproxy.server.exchange import (
     Attempt,
@@ -46,7 +45,7 @@ from semproxy.server.exchange import (
 from semproxy.server.inbound import CHAT, EMBEDDINGS, is_models, protocol_for
 from semproxy.server.request import read_body
 from semproxy.server.routes import Candidates, RouteState, RouteTable
-from semproxy.server.shadow import ShadowRunner, shadow_decision
+from semproxy.server.shadow import ShadowRunner, shadow_decision, shadow_input
 
 log = logging.getLogger("semproxy.proxy")
 
@@ -106,10 +105,11 @@ async def serve(request: web.Request, exchange: Exchange, table: RouteTable,
     model = payload.get("model")
     exchange.model = model if isinstance(model, str) else None
     if route.semantic is not None and parsed.text is not None:
-        exchange.decision = await decide(route, parsed.text, observer)
-    if route.shadow is not None and parsed.text and route.spec.shadow is not None \
-            and route.spec.shadow.inline:  # debug mode: the shadow decides before the answer
-        exchange.shadow = await shadow_decision(route, parsed.text)
+        exchange.decision = await decide(route, payload, parsed.text, observer)
+    if route.spec.shadow is not None and route.spec.shadow.inline:
+        # debug mode: the shadow decides before the answer, for X-AI-Shadow-Route
+        query = shadow_input(route, exchange)
+        exchange.shadow = None if query is None else await shadow_decision(route, query)
     candidates = route.candidates(request, exchange.decision, exchange.consumer)
     return await failover(request, exchange, candidates, payload, clients, observer)
 
@@ -124,11 +124,14 @@ def list_models(request: web.Request, exchange: Exchange, table: RouteTable) -> 
                         headers={"X-Request-Id": exchange.request_id})
 
 
-async def decide(route: RouteState, text: str, observer: RequestObserver) -> Decision:
-    """Route on `text`, the user's own words as the client protocol tells them."""
+async def decide(route: RouteState, payload: dict[str, Any], text: str,
+                 observer: RequestObserver) -> Decision:
+    """Route on `text`, the user's own words as the client protocol tells them (and on
+    the earlier user turns of the chat `payload` when the route reads conversations)."""
     assert route.semantic is not None
     started = time.monotonic()
-    decision, cached = await route.semantic.route(RoutingInput(text))
+    decision, cached = await route.semantic.route(route.semantic.query(payload.get("messages", ()),
+                                                                        text))
     if decision.ranking:
         observer.on_embedding(route.spec.id, time.monotonic() - started, cached)
     observer.on_semantic(route.spec.id, decision,
@@ -329,6 +332,8 @@ def debug_headers(exchange: Exchange) -> dict[str, str]:
                 headers["X-AI-Semantic-Picked-Instance"] = decision.pick
         if not decision.matched:
             headers["X-AI-Semantic-Reason"] = decision.reason
+        if decision.context:
+            headers["X-AI-Semantic-Context"] = decision.context_text
         if len(exchange.attempts) > 1 and "X-AI-Failover" not in headers:
             headers["X-AI-Failover"] = ">".join(a.instance for a in exchange.attempts)
     return headers

@@ -48,31 +48,42 @@ MAX_REST = 1.0  # s; a batch that mostly waited on a slow remote endpoint rests 
 @dataclass(slots=True)
 class ShadowJob:
     route: RouteState
-    text: str
+    query: RoutingInput
     serving: str
     request_id: str
 
 
-async def shadow_decision(route: RouteState, text: str) -> Decision:
-    """The shadow table's decision on `text`; a failure is a decision without scores."""
+def shadow_input(route: RouteState, exchange: Exchange) -> RoutingInput | None:
+    """What the shadow decides on: the routed text (and, when the shadow reads
+    conversations, the earlier user turns), or None when there is no user text."""
+    parsed, payload = exchange.parsed, exchange.payload
+    if route.shadow is None or parsed is None or not parsed.text:
+        return None
+    messages = payload.get("messages", ()) if payload is not None else ()
+    return route.shadow.query(messages if isinstance(messages, list) else (), parsed.text)
+
+
+async def shadow_decision(route: RouteState, query: RoutingInput) -> Decision:
+    """The shadow table's decision on `query`; a failure is a decision without scores."""
     assert route.shadow is not None
     try:
-        decision, _ = await route.shadow.route(RoutingInput(text))
+        decision, _ = await route.shadow.route(query)
     except Exception:  # fail-open: the shadow must never fail (or log a traceback for) a request
         return fallback(route.shadow.spec.catchall, "embedding_error")
     return decision
 
 
-async def shadow_decisions(route: RouteState, texts: Sequence[str]) -> list[Decision]:
-    """The shadow table's decisions on many texts, with one embedding call."""
+async def shadow_decisions(route: RouteState, queries: Sequence[RoutingInput]
+                           ) -> list[Decision]:
+    """The shadow table's decisions on many inputs, with one embedding call."""
     assert route.shadow is not None
     try:
-        return await route.shadow.route_many([RoutingInput(t) for t in texts])
+        return await route.shadow.route_many(queries)
     except EmbeddingError as exc:
         reason = exc.reason
     except Exception:  # fail-open: the shadow must never disturb the gateway
         reason = "embedding_error"
-    return [fallback(route.shadow.spec.catchall, reason) for _ in texts]
+    return [fallback(route.shadow.spec.catchall, reason) for _ in queries]
 
 
 def shadow_fields(decision: Decision) -> dict[str, object]:
@@ -92,19 +103,20 @@ class ShadowRunner:
 
     def after(self, exchange: Exchange) -> None:
         """The request is over: report its inline shadow decision, or queue one."""
-        route, parsed = exchange.route, exchange.parsed
+        route = exchange.route
         if route is None or route.shadow is None or not exchange.attempts:
             return
         serving = exchange.attempts[0].instance  # the balancer's pick, before any failover
         if exchange.shadow is not None:
             self.report(route, exchange.request_id, serving, exchange.shadow)
             return
-        if parsed is None or not parsed.text:
+        query = shadow_input(route, exchange)
+        if query is None:
             return
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._drain())
         try:
-            self.queue.put_nowait(ShadowJob(route, parsed.text, serving, exchange.request_id))
+            self.queue.put_nowait(ShadowJob(route, query, serving, exchange.request_id))
         except asyncio.QueueFull:
             self.observer.on_shadow_dropped(route.spec.id)
 
@@ -115,7 +127,7 @@ class ShadowRunner:
                 jobs.append(self.queue.get_nowait())
             started = time.monotonic()
             for route, group in _by_route(jobs):
-                decisions = await shadow_decisions(route, [j.text for j in group])
+                decisions = await shadow_decisions(route, [j.query for j in group])
                 for job, decision in zip(group, decisions, strict=True):
                     self.report(route, job.request_id, job.serving, decision)
             await asyncio.sleep(min(MAX_REST, (time.monotonic() - started) * (1 / SHARE - 1)))

@@ -150,6 +150,9 @@ function drawBars(result) {
   $("pick").textContent = result ? result.pick : "-";
   $("reason").textContent = result ? result.reason : "-";
   $("margin").textContent = result ? num(result.margin) : "-";
+  // Conversation routing: each user turn read, oldest first, with its weight.
+  $("turns").textContent = result && result.context
+    ? result.context.map((t) => `${t.weight} "${t.turn.slice(0, 40)}"`).join(" / ") : "-";
   const rows = result ? result.scores : [];
   // Drawn at the chart's own width (CSS: 100% of the page, at most 720 px), so a
   // narrow window gets a narrower plot instead of a chart running off the page.
@@ -349,6 +352,11 @@ async function startLive() {
   }
 }
 
+// Conversation routing: how much each user turn weighed, oldest first ("-" otherwise).
+function turnWeights(context) {
+  return context && context.length ? context.join(" / ") : "-";
+}
+
 function addLiveRow(d) {
   const body = $("live-table").tBodies[0];
   const kind = d.status >= 400 ? "failed" : d.reason && d.reason !== "matched" ? "fallback" : "";
@@ -356,7 +364,8 @@ function addLiveRow(d) {
   body.prepend(el("tr", { class: kind, "data-seq": d.seq, "data-route": d.route,
                          "data-served": d.instance },
     ...[new Date(d.at * 1000).toLocaleTimeString(), d.route, d.pick, d.instance, d.status,
-        num(d.top_score), d.reason ?? "-", `${d.latency_ms} ms`, "", d.prompt ?? ""]
+        num(d.top_score), d.reason ?? "-", turnWeights(d.context), `${d.latency_ms} ms`, "",
+        d.prompt ?? ""]
       .map((v) => el("td", {}, v))));
   while (body.rows.length > LIVE_ROWS) body.lastElementChild.remove();
 }
@@ -370,7 +379,7 @@ function addShadow(d) {
   if (row) {
     row.dataset.shadow = d.shadow_pick;
     const mark = d.agree === null ? " (not scored)" : d.agree ? " = served" : " \u2260 served";
-    row.cells[8].textContent = `${d.shadow_pick} ${num(d.shadow_score)}${mark}`;
+    row.cells[9].textContent = `${d.shadow_pick} ${num(d.shadow_score)}${mark}`;
   }
   const c = d.counts;
   const scored = c.agree + c.disagree;
