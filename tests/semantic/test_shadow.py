@@ -151,3 +151,21 @@ def test_config_errors_name_the_shadow_field(shadow: dict[str, Any], path: str,
     text = str(err.value)
     assert f"routes[0].plugins.ai-proxy-multi.{path}" in text
     assert message in text
+
+
+async def test_debug_mode_decides_inline_and_puts_the_shadow_in_header_and_access_line(
+    gateway: GatewayFactory, http: aiohttp.ClientSession, embed: FakeEmbeddings,
+    caplog: pytest.LogCaptureFixture
+) -> None:
+    config = roundrobin_with_shadow(remote_embeddings(embed.url))
+    config["routes"][0]["plugins"]["ai-proxy-multi"]["balancer"]["expose_scores"] = True
+    gw = await gateway(config)
+    with caplog.at_level(logging.INFO, logger="semproxy.access"):
+        answer = await ask(http, gw, chat("translate hello to french"),
+                           headers={"X-Request-Id": "shadow-inline-1"})
+    assert answer.status == 200
+    assert answer.headers["X-AI-Shadow-Route"] == "translate"
+    access = [r.fields for r in caplog.records  # type: ignore[attr-defined]
+              if r.name == "semproxy.access" and r.fields["request_id"] == "shadow-inline-1"]
+    assert access and access[0]["shadow_pick"] == "translate"
+    assert access[0]["shadow_score"] > 0.5
