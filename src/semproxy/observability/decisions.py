@@ -25,6 +25,7 @@ Entry = dict[str, Any]
 # turned into an `Entry` only when someone reads it (most rows never are).
 Row = tuple[int, float, str, str, int, float, "Decision | None", "str | None"]
 LISTENER_BACKLOG = 1000
+SHADOW_KEYS = ("agree", "disagree", "errors", "dropped")
 PROMPT_CHARS = 500  # enough to recognise a prompt in the live view
 
 
@@ -60,8 +61,7 @@ class DecisionLog:
         return list(self._shadows)
 
     def shadow_agreement(self) -> dict[str, dict[str, int]]:
-        keys = ("agree", "disagree", "errors", "dropped")
-        return {route: dict(zip(keys, counts, strict=True))
+        return {route: dict(zip(SHADOW_KEYS, counts, strict=True))
                 for route, counts in self.shadow_counts.items()}
 
     def _publish(self, built: Entry) -> None:
@@ -117,7 +117,7 @@ class DecisionLog:
                         "serving": serving, "shadow_pick": decision.pick,
                         "shadow_score": None if top is None else round(top, 4),
                         "agree": decision.pick == serving if scored else None,
-                        "counts": self.shadow_agreement()[route]}
+                        "counts": dict(zip(SHADOW_KEYS, counts, strict=True))}
         self._shadows.append(built)
         self._publish(built)
 

@@ -8,11 +8,11 @@ writes one `semproxy.shadow` log line each. An embedding failure in the shadow
 is counted and otherwise ignored.
 
 The shadow shares the worker's CPU with serving, so it is bounded twice: it
-decides what is queued in batches (one embedding call for up to `BATCH` texts,
-far cheaper per text than one call each), and after each batch it rests so its
-busy time stays under `SHARE` of the wall clock. Under load the queue then
-fills and further jobs are dropped and counted: the shadow samples less
-traffic instead of taking CPU from requests.
+decides what is queued in small batches (one embedding call for up to `BATCH`
+texts and `BATCH_CHARS` characters, cheaper per text than one call each), and
+after each batch it rests so its busy time stays under `SHARE` of the wall
+clock. Under load the queue then fills and further jobs are dropped and
+counted: the shadow samples less traffic instead of taking CPU from requests.
 
 Debug mode: when the route exposes scores (`expose_scores` or `debug_headers`)
 the shadow decision is made inline, before the response, so it can go out in
@@ -41,6 +41,10 @@ log = logging.getLogger("semproxy.shadow")
 
 QUEUE_CAP = 256  # per gateway (per worker): pending shadow decisions beyond it are dropped
 BATCH = 64  # texts decided with one embedding call
+# ...and at most this many characters, so the local model embeds the batch on the
+# event loop in well under a millisecond: a larger batch goes to a worker thread,
+# whose pure-Python tokenising then contends with the loop for the GIL.
+BATCH_CHARS = 1024
 SHARE = 0.05  # the most of the wall clock the shadow task may be busy
 MAX_REST = 1.0  # s; a batch that mostly waited on a slow remote endpoint rests no longer
 
@@ -100,6 +104,7 @@ class ShadowRunner:
         self.observer = observer
         self.queue: asyncio.Queue[ShadowJob] = asyncio.Queue(cap)
         self._task: asyncio.Task[None] | None = None
+        self._carry: ShadowJob | None = None  # taken, but over the last batch's size
 
     def after(self, exchange: Exchange) -> None:
         """The request is over: report its inline shadow decision, or queue one."""
@@ -122,15 +127,25 @@ class ShadowRunner:
 
     async def _drain(self) -> None:
         while True:
-            jobs = [await self.queue.get()]
-            while len(jobs) < BATCH and not self.queue.empty():
-                jobs.append(self.queue.get_nowait())
+            jobs = await self._batch()
             started = time.monotonic()
             for route, group in _by_route(jobs):
                 decisions = await shadow_decisions(route, [j.query for j in group])
                 for job, decision in zip(group, decisions, strict=True):
                     self.report(route, job.request_id, job.serving, decision)
             await asyncio.sleep(min(MAX_REST, (time.monotonic() - started) * (1 / SHARE - 1)))
+
+    async def _batch(self) -> list[ShadowJob]:
+        first, self._carry = self._carry or await self.queue.get(), None
+        jobs, chars = [first], len(first.query.text)
+        while len(jobs) < BATCH and not self.queue.empty():
+            job = self.queue.get_nowait()
+            chars += len(job.query.text)
+            if chars > BATCH_CHARS:
+                self._carry = job
+                break
+            jobs.append(job)
+        return jobs
 
     def report(self, route: RouteState, request_id: str, serving: str,
                decision: Decision) -> None:
