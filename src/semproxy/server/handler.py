@@ -101,8 +101,8 @@ async def serve(request: web.Request, exchange: Exchange, table: RouteTable,
     # the environment (`options.model: ${VAR}`) and has no place in every log line.
     model = payload.get("model")
     exchange.model = model if isinstance(model, str) else None
-    if route.semantic is not None and parsed.text is not None:
-        exchange.decision = await decide(route, parsed.text, observer)
+    if route.semantic is not None and parsed.query is not None:
+        exchange.decision = await decide(route, parsed.query, observer)
     candidates = route.candidates(request, exchange.decision, exchange.consumer)
     return await failover(request, exchange, candidates, payload, clients, observer)
 
@@ -117,15 +117,16 @@ def list_models(request: web.Request, exchange: Exchange, table: RouteTable) -> 
                         headers={"X-Request-Id": exchange.request_id})
 
 
-async def decide(route: RouteState, text: str, observer: RequestObserver) -> Decision:
-    """Route on `text`, the user's own words as the client protocol tells them."""
+async def decide(route: RouteState, query: RoutingInput, observer: RequestObserver
+                 ) -> Decision:
+    """Route on the user's own words, as the client protocol tells them."""
     assert route.semantic is not None
     started = time.monotonic()
-    decision, cached = await route.semantic.route(RoutingInput(text))
+    decision, cached = await route.semantic.route(query)
     if decision.ranking:
         observer.on_embedding(route.spec.id, time.monotonic() - started, cached)
     observer.on_semantic(route.spec.id, decision,
-                         text if route.spec.logging.payloads else None)
+                         query.text if route.spec.logging.payloads else None)
     return decision
 
 
