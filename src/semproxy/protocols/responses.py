@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from semproxy.errors import BadRequestError, error_body
+from semproxy.protocols.body import parse_object
 from semproxy.protocols.contract import Parsed
 from semproxy.protocols.responses_stream import (
     ResponsesStream,
@@ -25,7 +26,6 @@ from semproxy.protocols.responses_stream import (
     response_object,
 )
 from semproxy.semantic.query import RoutingInput, prompt_input
-from semproxy.server.request import parse_object
 
 SAME_FIELDS = ("model", "temperature", "top_p", "stream", "parallel_tool_calls", "user")
 ROLES = ("user", "assistant", "system", "developer")
