@@ -24,10 +24,8 @@ from semproxy.errors import (
     UpstreamConnectError,
     UpstreamError,
     UpstreamTimeoutError,
-    error_body,
 )
 from semproxy.observability.observer import RequestObserver
-from semproxy.protocols.contract import ClientProtocol, StreamTranslator
 from semproxy.protocols.models import anthropic_list, openai_list
 from semproxy.providers.base import EmbeddingsRelay, NativeRelay, Reply
 from semproxy.providers.http import HttpClients
@@ -42,7 +40,14 @@ from semproxy.server.exchange import (
     request_id,
     usage_from_body,
 )
-from semproxy.server.inbound import CHAT, EMBEDDINGS, is_models, protocol_for
+from semproxy.server.inbound import (
+    CHAT,
+    EMBEDDINGS,
+    broken_stream,
+    is_models,
+    protocol_for,
+    translate,
+)
 from semproxy.server.request import read_body
 from semproxy.server.routes import Candidates, RouteState, RouteTable
 from semproxy.server.shadow import ShadowRunner, shadow_decision, shadow_input
@@ -104,8 +109,8 @@ async def serve(request: web.Request, exchange: Exchange, table: RouteTable,
     # the environment (`options.model: ${VAR}`) and has no place in every log line.
     model = payload.get("model")
     exchange.model = model if isinstance(model, str) else None
-    if route.semantic is not None and parsed.text is not None:
-        exchange.decision = await decide(route, payload, parsed.text, observer)
+    if route.semantic is not None and parsed.query is not None:
+        exchange.decision = await decide(route, payload, parsed.query.text, observer)
     if route.spec.shadow is not None and route.spec.shadow.inline:
         # debug mode: the shadow decides before the answer, for X-AI-Shadow-Route
         query = shadow_input(route, exchange)
@@ -358,31 +363,6 @@ async def relay(request: web.Request, exchange: Exchange, reply: Reply, body: by
     return web.Response(body=body, status=reply.status, headers=headers)
 
 
-def translate(protocol: ClientProtocol, status: int, body: bytes) -> bytes:
-    """An upstream answer in the client's protocol: the reply, or the error it reports."""
-    if status < 400:
-        try:
-            return protocol.reply(body)
-        except (orjson.JSONDecodeError, TypeError, AttributeError) as exc:
-            raise UpstreamError("upstream answered with a body that is not a chat "
-                                "completion") from exc
-    message, type_, code = upstream_error(body, status)
-    return protocol.error(status, message, type_, code)
-
-
-def upstream_error(body: bytes, status: int) -> tuple[str, str, str | None]:
-    """Message, type and code of an upstream error body, whatever its shape."""
-    try:
-        error = orjson.loads(body).get("error")
-    except (orjson.JSONDecodeError, AttributeError):
-        error = None
-    if isinstance(error, dict) and isinstance(error.get("message"), str):
-        code = error.get("code")
-        return (error["message"], str(error.get("type") or "upstream_error"),
-                code if isinstance(code, str) else None)
-    return f"upstream answered HTTP {status}", "upstream_error", None
-
-
 async def relay_large(request: web.Request, status: int, headers: dict[str, str], body: bytes
                       ) -> web.StreamResponse:
     """Send a big body, and let it go at once if the client left while it was sent.
@@ -439,18 +419,11 @@ async def relay_stream(request: web.Request, exchange: Exchange, reply: Reply,
         return response
     except (UpstreamError, TimeoutError) as exc:
         log.warning("upstream stream broke: %s", type(exc).__name__)
-        await _write_quietly(response, _broken(translator))
+        await _write_quietly(response, broken_stream(translator))
     finally:
         reply.release()
     await _write_eof_quietly(response)
     return response
-
-
-def _broken(translator: StreamTranslator | None) -> bytes:
-    message = "upstream stream ended unexpectedly"
-    if translator is not None:
-        return translator.error(message)
-    return b"data: " + error_body(message, "upstream_error", "bad_gateway") + b"\n\n"
 
 
 async def _write_quietly(response: web.StreamResponse, data: bytes) -> None:

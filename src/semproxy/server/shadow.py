@@ -61,10 +61,12 @@ def shadow_input(route: RouteState, exchange: Exchange) -> RoutingInput | None:
     """What the shadow decides on: the routed text (and, when the shadow reads
     conversations, the earlier user turns), or None when there is no user text."""
     parsed, payload = exchange.parsed, exchange.payload
-    if route.shadow is None or parsed is None or not parsed.text:
+    if route.shadow is None or parsed is None or parsed.query is None \
+            or not parsed.query.text:
         return None
     messages = payload.get("messages", ()) if payload is not None else ()
-    return route.shadow.query(messages if isinstance(messages, list) else (), parsed.text)
+    return route.shadow.query(messages if isinstance(messages, list) else (),
+                              parsed.query.text)
 
 
 async def shadow_decision(route: RouteState, query: RoutingInput) -> Decision:
