@@ -1,0 +1,190 @@
+"""Which labelled prompts to add as examples: greedy, on already-embedded vectors.
+
+`semproxy tune` embeds the route's examples and the labelled prompts once and
+then works on numbers only. Scores are those of the gateway's scorer (the same
+centring and `instance_scores`; a test holds the two equal). The measure is
+in-scope top-1 accuracy: the share of prompts meant for a specialist whose
+best-scoring instance is that specialist, thresholds aside (recalibrate after
+adding examples: they shift every score a little).
+
+Greedy: at each step every candidate (a labelled in-scope prompt not yet an
+example, misrouted ones and the narrowest wins first) is tried as a new example
+of its own instance, and the one that fixes the most other labelled prompts,
+net of the ones it breaks, is taken. A candidate is never credited for fixing
+itself. Near-ties go to the candidate closest to many still-misrouted prompts
+of its instance (a typical phrasing fixes more unseen prompts than an odd one),
+and no instance gets more than its share of the picks until every instance has
+had the chance (one instance's many misses should not starve the others). Only
+the rows whose decision can change are re-scored: the new example's instance
+owns or contests them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from semproxy.balancer.similarity import instance_scores, normalize, segment_sum_norms
+from semproxy.embeddings.scorer import centered
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.intp]
+SHORTLIST = 200  # candidates tried per step, most informative first
+CLOSE = 0.5  # cosine at which a misrouted prompt counts as near a candidate
+TIE = 1.0  # gains within this many prompts are broken by closeness
+
+
+@dataclass(frozen=True, slots=True)
+class Scoring:
+    """How the route scores: what `instance_scores` and `centered` need."""
+
+    aggregation: str = "max"
+    k: int = 3
+    center: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Pick:
+    row: int  # index into the labelled prompts
+    instance: int
+    gain: int  # labelled prompts fixed minus broken when it was picked
+
+
+def score_route(examples: Sequence[np.ndarray], prompts: np.ndarray, how: Scoring
+                ) -> FloatArray:
+    """(prompts, instances) scores, as the gateway's scorer computes them."""
+    refs, unit, _ = _space(examples, prompts, how)
+    bounds = _bounds(examples)
+    return np.asarray(instance_scores(unit, refs, bounds, how.aggregation, how.k,
+                                      segment_sum_norms(refs, bounds)), dtype=np.float64)
+
+
+def _bounds(examples: Sequence[np.ndarray]) -> IntArray:
+    return np.cumsum([0, *(len(e) for e in examples)]).astype(np.intp)
+
+
+def _space(examples: Sequence[np.ndarray], prompts: np.ndarray, how: Scoring
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    raw = np.vstack(examples)
+    mean = normalize(raw).mean(axis=0) if how.center else None
+    return centered(raw, mean), centered(prompts, mean), mean
+
+
+class GreedyPicker:
+    """The state of one greedy run: per-instance example vectors and the score matrix."""
+
+    def __init__(self, examples: Sequence[np.ndarray], prompts: np.ndarray,
+                 labels: IntArray, how: Scoring, limit: int = 64,
+                 blocked: set[int] | None = None) -> None:
+        refs, self.unit, _ = _space(examples, prompts, how)
+        bounds = _bounds(examples)
+        self.refs = [refs[bounds[i]:bounds[i + 1]] for i in range(len(examples))]
+        self.labels = labels  # instance index per prompt, -1: the catchall
+        self.how = how
+        self.limit = limit
+        self.inside = np.flatnonzero(labels >= 0)
+        self.scores = np.column_stack([self._column(i, self.refs[i], self.inside)
+                                       for i in range(len(examples))])
+        self.taken: set[int] = set()
+        self.blocked = blocked or set()
+        self._top2 = np.zeros((len(self.inside), 2), dtype=np.intp)
+
+    def _column(self, instance: int, refs: np.ndarray, rows: IntArray) -> FloatArray:
+        edges = np.array([0, len(refs)], dtype=np.intp)
+        out = instance_scores(self.unit[rows], refs, edges, self.how.aggregation, self.how.k,
+                              segment_sum_norms(refs, edges))
+        return np.asarray(out, dtype=np.float64).reshape(len(rows))
+
+    def _state(self) -> tuple[np.ndarray, FloatArray]:
+        """Per in-scope prompt: is it right, and its own score minus the best other."""
+        own_col = self.labels[self.inside]
+        rows = np.arange(len(self.inside))
+        own = self.scores[rows, own_col]
+        others = self.scores.copy()
+        others[rows, own_col] = -np.inf
+        return self.scores.argmax(axis=1) == own_col, own - others.max(axis=1)
+
+    def _shortlist(self, right: np.ndarray, margin: FloatArray, allowed: np.ndarray
+                   ) -> IntArray:
+        free = np.array([j for j in range(len(self.inside))
+                         if int(self.inside[j]) not in self.taken
+                         and int(self.inside[j]) not in self.blocked
+                         and allowed[self.labels[self.inside[j]]]], dtype=np.intp)
+        if not len(free):
+            return free
+        return free[np.argsort(margin[free], kind="stable")[:SHORTLIST]]
+
+    def _gain(self, j: int, right: np.ndarray) -> int:
+        """Prompts fixed minus broken if in-scope prompt j became an example."""
+        instance = int(self.labels[self.inside[j]])
+        own_col = self.labels[self.inside]
+        # Rows whose decision can move: the instance's own prompts and those it
+        # currently wins or comes second on.
+        rows = np.flatnonzero((own_col == instance) | (self._top2 == instance).any(axis=1))
+        rows = rows[rows != j]
+        refs = np.vstack([self.refs[instance], self.unit[self.inside[j]][None, :]])
+        trial = self.scores[rows].copy()
+        trial[:, instance] = self._column(instance, refs, self.inside[rows])
+        now = trial.argmax(axis=1) == own_col[rows]
+        return int(now.sum()) - int(right[rows].sum())
+
+    def _closeness(self, j: int, right: np.ndarray) -> int:
+        instance = self.labels[self.inside[j]]
+        missed = self.inside[(~right) & (self.labels[self.inside] == instance)]
+        if not len(missed):
+            return 0
+        return int((self.unit[missed] @ self.unit[self.inside[j]] > CLOSE).sum())
+
+    def step(self, share: int) -> Pick | None:
+        right, margin = self._state()
+        counts = np.bincount([self.labels[r] for r in self.taken],
+                             minlength=len(self.refs)) if self.taken else \
+            np.zeros(len(self.refs), dtype=np.intp)
+        sizes = np.array([len(r) for r in self.refs])
+        allowed = (counts < share) & (sizes < self.limit)
+        candidates = self._shortlist(right, margin, allowed)
+        if not len(candidates):
+            candidates = self._shortlist(right, margin, sizes < self.limit)
+        if not len(candidates):
+            return None
+        self._top2 = np.argsort(-self.scores, axis=1)[:, :2]
+        gains = np.array([self._gain(int(j), right) for j in candidates])
+        if gains.max() < 0:  # every candidate would break more than it fixes
+            return None
+        near = np.flatnonzero(gains >= gains.max() - TIE)
+        best = int(candidates[max(near, key=lambda i: (gains[i], self._closeness(
+            int(candidates[i]), right)))])
+        self._add(best)
+        return Pick(int(self.inside[best]), int(self.labels[self.inside[best]]),
+                    int(gains[near].max()))
+
+    def _add(self, j: int) -> None:
+        row = int(self.inside[j])
+        instance = int(self.labels[row])
+        self.taken.add(row)
+        self.refs[instance] = np.vstack([self.refs[instance], self.unit[row][None, :]])
+        self.scores[:, instance] = self._column(instance, self.refs[instance], self.inside)
+
+
+def choose(examples: Sequence[np.ndarray], prompts: np.ndarray, labels: IntArray,
+           count: int, how: Scoring, limit: int = 64,
+           blocked: set[int] | None = None) -> list[Pick]:
+    """Up to `count` labelled in-scope prompts to add, best first.
+
+    `examples[i]` are instance i's example vectors (raw, as embedded), `prompts`
+    the labelled prompts' vectors, `labels[r]` the instance prompt r belongs to
+    (-1: the catchall; never a candidate). `limit` caps examples per instance;
+    `blocked` rows are never picked (blank prompts, existing examples, repeats).
+    """
+    picker = GreedyPicker(examples, prompts, labels, how, limit, blocked)
+    share = -(-count // max(1, len(examples)))
+    picks: list[Pick] = []
+    while len(picks) < count:
+        pick = picker.step(share)
+        if pick is None:
+            break
+        picks.append(pick)
+    return picks
