@@ -104,6 +104,7 @@ class AdminAPI:
         r.add_delete("/admin/routes/{id}", self.delete_route)
         r.add_post("/admin/reload", self.reload)
         r.add_post("/admin/routes/{id}/explain", self.explain)
+        r.add_post("/admin/routes/{id}/examples", self.add_examples)
         r.add_get("/metrics", self.get_metrics)
         return app
 
@@ -122,6 +123,10 @@ class AdminAPI:
             for r in table.routes]})
 
     async def _write(self, document: dict[str, Any]) -> web.Response:
+        return json_response(await self._apply(document))
+
+    async def _apply(self, document: dict[str, Any]) -> dict[str, Any]:
+        """Validate, persist and reload a whole document: {version, applied}."""
         try:
             config = load_data(document)
         except ConfigError as exc:
@@ -131,8 +136,8 @@ class AdminAPI:
         except SourceError as exc:
             raise UnavailableError(f"config store unavailable: {exc}") from exc
         await self.watcher.reload()
-        return json_response({"version": config.version, "applied":
-                              self.gateway.table.version == config.version})
+        return {"version": config.version,
+                "applied": self.gateway.table.version == config.version}
 
     async def put_route(self, request: web.Request) -> web.Response:
         route_id = request.match_info["id"]
@@ -176,11 +181,59 @@ class AdminAPI:
             raise BadRequestError("give 'prompt' (string) or 'messages' (array)")
         return json_response(await explain_with(route.semantic, prompt))
 
+    async def add_examples(self, request: web.Request) -> web.Response:
+        """Append examples to one instance of a semantic route: {"instance", "examples"}.
+
+        The new document goes through the same validation, store and reload as
+        any admin write (an instance over 64 examples is a 400 naming the
+        field). Examples the instance already has are skipped, not doubled.
+        """
+        route_id = request.match_info["id"]
+        instance, texts = examples_request(parse_object(await request.read()))
+        document = copy.deepcopy(dict(self.gateway.config.document))
+        route = next((r for r in document.get("routes", []) if r.get("id") == route_id), None)
+        if route is None:
+            raise NotFoundError(f"no route with id {route_id!r}")
+        live = self.gateway.table.by_id.get(route_id)
+        if live is None or live.semantic is None:
+            raise BadRequestError("this route does not use semantic balancing")
+        multi = route.get("plugins", {}).get("ai-proxy-multi", {})
+        target = next((i for i in multi.get("instances", []) if i.get("name") == instance), None)
+        if target is None:
+            raise BadRequestError(f"route {route_id!r} has no instance {instance!r}")
+        have = list(target.get("examples") or [])
+        added = [t for t in dict.fromkeys(texts) if t not in have]
+        if not added:
+            return json_response({"version": self.gateway.config.version, "applied": False,
+                                  "added": [], "examples": len(have)})
+        target["examples"] = [*have, *added]
+        applied = await self._apply(document)
+        return json_response({**applied, "added": added, "examples": len(target["examples"])})
+
     async def get_metrics(self, request: web.Request) -> web.Response:
         if self.metrics is None:
             raise NotFoundError("metrics are not enabled")
         body, content_type = self.metrics()
         return web.Response(body=body, headers={"Content-Type": content_type})
+
+
+MAX_EXAMPLE_CHARS = 2000
+
+
+def examples_request(body: dict[str, Any]) -> tuple[str, list[str]]:
+    """The instance name and the stripped, non-empty example texts of a request body."""
+    instance = body.get("instance")
+    if not isinstance(instance, str) or not instance:
+        raise BadRequestError("'instance' must be the name of an instance on the route")
+    texts = body.get("examples")
+    if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
+        raise BadRequestError("'examples' must be a non-empty list of strings")
+    cleaned = [t.strip() for t in texts]
+    if not all(cleaned):
+        raise BadRequestError("'examples' must not contain blank strings")
+    if any(len(t) > MAX_EXAMPLE_CHARS for t in cleaned):
+        raise BadRequestError(f"an example is limited to {MAX_EXAMPLE_CHARS} characters")
+    return instance, cleaned
 
 
 class ConfigRejected(BadRequestError):
