@@ -29,7 +29,7 @@ from semproxy.errors import (
 )
 from semproxy.server.app import Gateway, error_middleware, json_response
 from semproxy.server.explain import explain_with
-from semproxy.server.playground import is_public
+from semproxy.server.playground import MAX_EXAMPLE_CHARS, is_public
 from semproxy.server.reload import ConfigWatcher
 from semproxy.server.request import parse_object, routing_text
 
@@ -215,9 +215,6 @@ class AdminAPI:
             raise NotFoundError("metrics are not enabled")
         body, content_type = self.metrics()
         return web.Response(body=body, headers={"Content-Type": content_type})
-
-
-MAX_EXAMPLE_CHARS = 2000
 
 
 def examples_request(body: dict[str, Any]) -> tuple[str, list[str]]:
