@@ -5,6 +5,8 @@
 --                  small  rotate through 8 prompts (embedding cache hits)
 --                  varied every request a new prompt (embedding cache misses)
 --   BENCH_MODEL    value of "model" in the body (default "auto")
+--   BENCH_SHAPE    chat (default): a Chat Completions body; messages: an Anthropic
+--                  Messages body (max_tokens 64); responses: an OpenAI Responses body
 --   BENCH_SEED     offset for the varied serials; give each wrk run its own so
 --                  that prompts never repeat across runs of one invocation
 --
@@ -16,8 +18,14 @@ local mode = os.getenv("BENCH_PROMPTS") or "fixed"
 local model = os.getenv("BENCH_MODEL") or "auto"
 local seed = tonumber(os.getenv("BENCH_SEED") or "0")
 
+local shape = os.getenv("BENCH_SHAPE") or "chat"
+
 local function body_for(prompt)
-  return '{"model":"' .. model .. '","messages":[{"role":"user","content":"'
+  if shape == "responses" then
+    return '{"model":"' .. model .. '","input":"' .. prompt .. '"}'
+  end
+  local limit = shape == "messages" and '"max_tokens":64,' or ""
+  return '{"model":"' .. model .. '",' .. limit .. '"messages":[{"role":"user","content":"'
     .. prompt .. '"}]}'
 end
 

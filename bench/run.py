@@ -126,6 +126,7 @@ class Scenario:
     label: str
     target: str
     prompts: str = "fixed"  # post.lua BENCH_PROMPTS
+    shape: str = "chat"  # post.lua BENCH_SHAPE; the request path follows it
     runs: dict[int, list[dict]] = field(default_factory=dict)  # concurrency -> per round
     skip: str = ""
 
@@ -357,7 +358,7 @@ def gateway_config(port: int, kind: str, mock: str, py_mock: str) -> dict:
                   "instances": [instance(n, mock, ex) for n, ex in EXAMPLES.items()]
                   + [instance("default", mock, catchall=True)]}
     return {"listen": f"127.0.0.1:{port}",
-            "routes": [{"id": kind, "uri": "/v1/chat/completions",
+            "routes": [{"id": kind, "uri": "/v1/*" if kind == "rr" else "/v1/chat/completions",
                         "plugins": {"ai-proxy-multi": plugin}}]}
 
 
@@ -381,10 +382,15 @@ def gateway_importable() -> str:
 RESULT_RE = re.compile(r"BENCHRESULT (.*)")
 
 
+PATHS = {"chat": "/v1/chat/completions", "messages": "/v1/messages",
+         "responses": "/v1/responses"}
+
+
 def run_wrk(url: str, conc: int, seconds: float, prompts: str, seed: int,
-            threads: int) -> dict:
+            threads: int, shape: str = "chat") -> dict:
     env = {**os.environ, "BENCH_PROMPTS": prompts, "BENCH_SEED": str(seed),
-           "BENCH_MODEL": "auto"}
+           "BENCH_MODEL": "auto", "BENCH_SHAPE": shape}
+    url = url.replace(PATHS["chat"], PATHS[shape])
     argv = ["wrk", f"-t{min(threads, conc)}", f"-c{conc}", f"-d{max(1, round(seconds))}s",
             "--timeout", "10s", "-s", str(HERE / "post.lua"), url]
     res = subprocess.run(argv, env=env, capture_output=True, text=True,
@@ -594,6 +600,10 @@ def run_all(args, procs: Procs, tmp: Path, rounds: int, duration: float, warm: f
         Scenario("direct", "1 direct to mock (floor)", "mock"),
         Scenario("relay", "2 aiohttp relay (reference)", "relay"),
         Scenario("rr", "3 semproxy roundrobin x3", "gw-rr"),
+        Scenario("rr-msg", "3m same route, Anthropic Messages client", "gw-rr",
+                 shape="messages"),
+        Scenario("rr-resp", "3r same route, OpenAI Responses client", "gw-rr",
+                 shape="responses"),
         Scenario("sem-miss", "4a semantic local, varied prompts (cache miss)", "gw-local",
                  "varied"),
         Scenario("sem-hit", "4b semantic local, 8 prompts (cache hit)", "gw-local", "small"),
@@ -612,7 +622,8 @@ def run_all(args, procs: Procs, tmp: Path, rounds: int, duration: float, warm: f
 
     print(f"warm-up {warm}s each", flush=True)
     for s in live:
-        run_wrk(targets[s.target].url, 64, warm, s.prompts, next_seed(), args.threads)
+        run_wrk(targets[s.target].url, 64, warm, s.prompts, next_seed(), args.threads,
+                s.shape)
 
     stream_targets = {"direct": py_mock + chat}
     if not targets["gw-stream"].skip:
@@ -628,7 +639,8 @@ def run_all(args, procs: Procs, tmp: Path, rounds: int, duration: float, warm: f
             for conc in (1, 64):
                 pids = tree(t.pgid_proc.pid) if t.pgid_proc else []
                 cpu0 = cpu_seconds(pids)
-                res = run_wrk(t.url, conc, duration, s.prompts, next_seed(), args.threads)
+                res = run_wrk(t.url, conc, duration, s.prompts, next_seed(), args.threads,
+                              s.shape)
                 res["cpu_s"] = cpu_seconds(tree(t.pgid_proc.pid)) - cpu0 if pids else 0.0
                 res["round"] = r
                 s.runs.setdefault(conc, []).append(res)
@@ -712,6 +724,16 @@ def write_report(path: Path, rep: dict, micro: str, command: str, started_at: st
             f"| {fmt(median([r['p99_us'] for r in c64]) / 1000, 2)} "
             f"| {fmt(ratio(s, 1, 'p50_us'), 2)} | {fmt(cpu)} "
             f"| {fmt(cpu / cpu_ref if cpu_ref else float('nan'), 2)} | {rss_txt} | {errs} |")
+    rr = by_key.get("rr")
+    for key in ("rr-msg", "rr-resp"):
+        s = by_key.get(key)
+        if s is None or s.skip or rr is None or rr.skip:
+            continue
+        mine, ref = per_round(s, 64, "rps"), per_round(rr, 64, "rps")
+        ratios = [mine[k] / ref[k] for k in mine if ref.get(k)]
+        lines.append(f"\n{s.label}: req/s c=64 {fmt(median(ratios), 2)}x Chat Completions "
+                     f"on the same route (median of {len(ratios)} per-round ratios; "
+                     f"target >= 0.85)")
     direct = by_key["direct"]
     floor = median([r["rps"] for r in direct.runs.get(64, [])])
     others = [median([r["rps"] for r in s.runs.get(64, [])]) for s in scenarios

@@ -278,9 +278,13 @@ NOTES: dict[str, tuple[str, str]] = {
     "Instance.name": ("Unique within the route; appears in headers, metrics and logs.",
                       "路由内唯一；出现在响应头、指标和日志中。"),
     "Instance.provider": ("Provider module: `openai`, `openai-compatible`, `azure-openai`, "
-                          "`deepseek`, `openrouter`, `mistral`, `gemini`, `anthropic`, `echo`.",
+                          "`deepseek`, `openrouter`, `mistral`, `gemini`, `anthropic` "
+                          "(Anthropic's OpenAI-compatible endpoint), `anthropic-messages` "
+                          "(Anthropic's native Messages API), `echo`.",
                           "提供方：`openai`、`openai-compatible`、`azure-openai`、`deepseek`、"
-                          "`openrouter`、`mistral`、`gemini`、`anthropic`、`echo`。"),
+                          "`openrouter`、`mistral`、`gemini`、`anthropic`（Anthropic 的 "
+                          "OpenAI 兼容端点）、`anthropic-messages`（Anthropic 原生 "
+                          "Messages API）、`echo`。"),
     "Instance.priority": ("Higher tiers take all traffic while any of their instances is "
                           "usable.", "优先级高的层级只要还有可用实例就承接全部流量。"),
     "Instance.weight": ("Share of traffic within its priority tier (0 = none).",

@@ -7,13 +7,52 @@ import asyncio
 import functools
 import logging
 import sys
+from importlib.metadata import PackageNotFoundError, version
+from typing import NoReturn
 
 import orjson
 
 from semproxy.config.loader import load_file, parse_document
-from semproxy.config.source import ConfigSource, EtcdSource, FileSource
-from semproxy.errors import ConfigError
+from semproxy.config.source import ConfigSource, EtcdSource, FileSource, SourceError
+from semproxy.errors import ConfigError, GatewayError
 from semproxy.observability.logging import setup_logging
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+class UsageError(Exception):
+    """A mistake on the command line: one line on stderr, exit code 2."""
+
+
+class CommandParser(argparse.ArgumentParser):
+    """argparse, with a mistake reported on one line (the usage is one `--help` away)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def host_port(text: str) -> str:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT with a port 0-65535, got {text!r}")
+    return text
+
+
+def package_version() -> str:
+    try:
+        return version("semproxy")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
 
 
 def make_source(args: argparse.Namespace) -> ConfigSource:
@@ -25,20 +64,23 @@ def make_source(args: argparse.Namespace) -> ConfigSource:
 def _serve(args: argparse.Namespace) -> int:
     from semproxy.server.run import run
 
-    if not args.config and not args.etcd:
-        raise SystemExit("serve: give --config FILE or --etcd URL")
+    if bool(args.config) == bool(args.etcd):
+        raise UsageError("give exactly one of --config FILE and --etcd URL")
     if args.config:
         load_file(args.config)  # fail fast, with field paths, before any worker starts
     if args.no_access_log:
         logging.getLogger("semproxy.access").setLevel(logging.WARNING)
-    return run(functools.partial(make_source, args), args.listen, args.workers)
+    return run(functools.partial(make_source, args), args.listen, args.workers,
+               args.max_connections)
 
 
 def _validate(args: argparse.Namespace) -> int:
     config = load_file(args.config)
     for warning in config.warnings:
         print(f"warning: {warning}")
-    print(f"{args.config}: ok ({len(config.routes)} routes, version {config.version})")
+    routes = len(config.routes)
+    print(f"{args.config}: ok ({routes} route{'' if routes == 1 else 's'}, "
+          f"version {config.version})")
     return 0
 
 
@@ -89,59 +131,74 @@ def _push(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="semproxy", description="LLM gateway with semantic routing")
-    p.add_argument("--log-level", default="INFO")
-    p.add_argument("--log-format", choices=["json", "text"], default="json")
-    sub = p.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="run the gateway")
-    serve.add_argument("--config", help="config file (YAML or JSON), watched for changes")
-    serve.add_argument("--etcd", help="etcd endpoint, e.g. http://127.0.0.1:2379")
-    serve.add_argument("--prefix", default="/semproxy", help="etcd key prefix")
-    serve.add_argument("--listen", help="HOST:PORT, overrides the config's listen")
-    serve.add_argument("--workers", type=int, default=1)
-    serve.add_argument("--no-access-log", action="store_true")
-    serve.set_defaults(func=_serve)
+    p = CommandParser(prog="semproxy", description="LLM gateway with semantic routing")
+    p.add_argument("--version", action="version", version=f"semproxy {package_version()}")
+    p.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS,
+                   help="least severe log level written to stderr (default INFO)")
+    p.add_argument("--log-format", choices=["json", "text"], default="json",
+                   help="one JSON object per line, or plain text (default json)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _serve_parser(sub)
     validate = sub.add_parser("validate", help="check a config file")
-    validate.add_argument("config")
+    validate.add_argument("config", help="config file (YAML or JSON)")
     validate.set_defaults(func=_validate)
     explain = sub.add_parser("explain", help="score a prompt against a semantic route")
-    explain.add_argument("--config", required=True)
-    explain.add_argument("--route", required=True)
-    explain.add_argument("--json", action="store_true")
-    explain.add_argument("prompt")
+    explain.add_argument("--config", required=True, help="config file (YAML or JSON)")
+    explain.add_argument("--route", required=True, help="id of a semantic route in it")
+    explain.add_argument("--json", action="store_true", help="print the result as JSON")
+    explain.add_argument("prompt", help="the user message to score")
     explain.set_defaults(func=_explain)
     config = sub.add_parser("config", help="config storage commands")
-    config_sub = config.add_subparsers(dest="config_command", required=True)
+    config_sub = config.add_subparsers(dest="config_command", required=True, metavar="COMMAND")
     push = config_sub.add_parser("push", help="validate a file and write it to etcd")
-    push.add_argument("file")
-    push.add_argument("--etcd", required=True)
-    push.add_argument("--prefix", default="/semproxy")
+    push.add_argument("file", help="config file (YAML or JSON)")
+    push.add_argument("--etcd", required=True, help="etcd endpoint, e.g. http://127.0.0.1:2379")
+    push.add_argument("--prefix", default="/semproxy", help="etcd key prefix (default /semproxy)")
     push.set_defaults(func=_push)
     _quality_parsers(sub)
     return p
 
 
-def _quality_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _serve_parser(sub: argparse._SubParsersAction[CommandParser]) -> None:
+    serve = sub.add_parser("serve", help="run the gateway")
+    serve.add_argument("--config", help="config file (YAML or JSON), watched for changes")
+    serve.add_argument("--etcd", help="etcd endpoint, e.g. http://127.0.0.1:2379")
+    serve.add_argument("--prefix", default="/semproxy", help="etcd key prefix (default /semproxy)")
+    serve.add_argument("--listen", type=host_port, help="HOST:PORT, overrides the config's listen")
+    serve.add_argument("--workers", type=positive_int, default=1,
+                       help="worker processes sharing the port (default 1)")
+    serve.add_argument("--max-connections", type=positive_int,
+                       help="client connections per worker and listener; beyond it the oldest "
+                            "are closed (default: 4096, less if the open-file limit is low)")
+    serve.add_argument("--no-access-log", action="store_true",
+                       help="do not write the per-request access log")
+    serve.set_defaults(func=_serve)
+
+
+def _quality_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
     ev = sub.add_parser("eval", help="measure semantic routing on labelled prompts (no LLM calls)")
     ev.add_argument("--config", help="gateway config (with --route and --data)")
-    ev.add_argument("--route")
+    ev.add_argument("--route", help="id of a semantic route in the config")
     ev.add_argument("--data", help="labelled JSONL: {prompt|messages, instance|null} per line")
     ev.add_argument("--report", metavar="DIR", help="write an HTML report with PNG charts here")
     ev.add_argument("--json", action="store_true", help="print the figures as JSON")
     ev.add_argument("--clinc150", metavar="PATH",
-                    help="build a route and labelled file from clinc150_train_val.json, then eval")
-    ev.add_argument("--k", type=int, default=16, help="examples per domain (with --clinc150)")
+                    help="build a route and labelled file from CLINC150 (its data_full.json, "
+                         "or clinc150_train_val.json), then eval")
+    ev.add_argument("--k", type=positive_int, default=16,
+                    help="examples per domain (with --clinc150)")
     ev.add_argument("--seed", type=int, default=0, help="example sampling seed (--clinc150)")
     ev.add_argument("--pick", default="random", choices=["random", "typical"],
                     help="phrases per intent: random (seeded) or the most typical first, "
                          "closest to the intent's mean vector (--clinc150)")
     ev.add_argument("--aggregation", default="max_local_centroid",
                     choices=["max", "top_k_mean", "max_centroid", "max_local_centroid"],
-                    help="(--clinc150)")
-    ev.add_argument("--nearest", type=int, default=4,
+                    help="how an instance's example scores combine (--clinc150)")
+    ev.add_argument("--nearest", type=positive_int, default=4,
                     help="balancer k: examples per instance for top_k_mean and the local "
                          "centroid of max_local_centroid (--clinc150)")
-    ev.add_argument("--no-center", dest="center", action="store_false", help="(--clinc150)")
+    ev.add_argument("--no-center", dest="center", action="store_false",
+                    help="score raw vectors instead of centred ones (--clinc150)")
     ev.add_argument("--model", default="wordllama",
                     help="in-process embedding model, wordllama or all-MiniLM-L6-v2 (--clinc150)")
     ev.add_argument("--out", default="build/clinc150",
@@ -151,9 +208,10 @@ def _quality_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
                          "(0: skip)")
     ev.set_defaults(func=_eval)
     cal = sub.add_parser("calibrate", help="choose thresholds on labelled prompts")
-    cal.add_argument("--config", required=True)
-    cal.add_argument("--route", required=True)
-    cal.add_argument("--data", required=True)
+    cal.add_argument("--config", required=True, help="gateway config (YAML or JSON)")
+    cal.add_argument("--route", required=True, help="id of a semantic route in the config")
+    cal.add_argument("--data", required=True,
+                     help="labelled JSONL: {prompt|messages, instance|null} per line")
     cal.add_argument("--objective", default="balanced",
                      help="balanced | accuracy | precision=P (default balanced)")
     cal.add_argument("--folds", type=int, default=5,
@@ -186,6 +244,17 @@ def main(argv: list[str] | None = None) -> int:
         for line in exc.errors:
             print(f"  {line}", file=sys.stderr)
         return 1
+    # Ordinary mistakes (a route that is not there or not semantic, a missing or
+    # malformed data file, an unreachable etcd): one line and exit 2, no traceback.
+    except (UsageError, GatewayError, SourceError, OSError, ValueError) as exc:
+        print(f"semproxy {args.command}: {_one_line(exc)}", file=sys.stderr)
+        return 2
+
+
+def _one_line(exc: Exception) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 if __name__ == "__main__":

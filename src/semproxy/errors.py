@@ -68,6 +68,9 @@ class UpstreamError(GatewayError):
     status = 502
     type = "upstream_error"
     code = "bad_gateway"
+    # The upstream may have received the request (and may bill it): re-sending it
+    # elsewhere is the route's failover policy to decide.
+    may_have_arrived = True
 
 
 class UpstreamTimeoutError(UpstreamError):
@@ -77,6 +80,14 @@ class UpstreamTimeoutError(UpstreamError):
 
 class UpstreamConnectError(UpstreamError):
     """No connection could be made (refused, unresolvable, TLS handshake failed)."""
+
+    may_have_arrived = False
+
+
+class UpstreamConnectTimeoutError(UpstreamTimeoutError):
+    """No connection within the timeout: nothing was sent."""
+
+    may_have_arrived = False
 
 
 class UnavailableError(GatewayError):

@@ -9,6 +9,8 @@ Steering words (anywhere in the last user message's text):
 * ``chunks:N``      stream N content chunks (default 5)
 * ``interval:MS``   wait MS milliseconds between stream chunks (default 0)
 * ``breakstream:K`` abort the connection after K content chunks (no [DONE])
+* ``tool:NAME``     call tool NAME with arguments ``{"text": <the prompt>}`` instead of
+                    answering text (finish_reason ``tool_calls``; streamed in two pieces)
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ _INT_WORDS = ("status", "slow", "chunks", "interval", "breakstream")
 _INT_RE = re.compile(r"\b(" + "|".join(_INT_WORDS) + r"):(\d+)\b")
 _HANG_RE = re.compile(r"\bhang\b")
 _GARBAGE_RE = re.compile(r"\bgarbage\b")
+_TOOL_RE = re.compile(r"\btool:(\w+)")
 
 
 @dataclass
@@ -40,6 +43,7 @@ class Steering:
     chunks: int = 5
     interval_ms: int = 0
     break_after: int | None = None
+    tool: str | None = None
 
     @classmethod
     def parse(cls, text: str) -> Steering:
@@ -52,6 +56,7 @@ class Steering:
             chunks=found.get("chunks", 5),
             interval_ms=found.get("interval", 0),
             break_after=found.get("breakstream"),
+            tool=(m.group(1) if (m := _TOOL_RE.search(text)) else None),
         )
 
 
@@ -154,6 +159,8 @@ class FakeLLM(FakeServer):
             "completion_tokens": len(reply.split()),
             "total_tokens": prompt_tokens + len(reply.split()),
         }
+        if steer.tool is not None:
+            return await self._tool_call(request, body, model, steer.tool, text, usage)
         if body.get("stream") is True:
             opts = body.get("stream_options")
             include_usage = isinstance(opts, dict) and opts.get("include_usage") is True
@@ -230,6 +237,40 @@ class FakeLLM(FakeServer):
             self._note_cancelled()
             raise
         self.streams_completed += 1
+        return resp
+
+    async def _tool_call(self, request: web.Request, body: dict[str, Any], model: str,
+                         name: str, text: str, usage: dict[str, int]) -> web.StreamResponse:
+        call_id = f"call_{uuid.uuid4().hex[:12]}"
+        arguments = orjson.dumps({"text": text}).decode()
+        base = {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "created": int(time.time()),
+                "model": model}
+        if body.get("stream") is not True:
+            call = {"id": call_id, "type": "function",
+                    "function": {"name": name, "arguments": arguments}}
+            return json_response({**base, "object": "chat.completion", "choices": [{
+                "index": 0, "message": {"role": "assistant", "content": None,
+                                        "tool_calls": [call]},
+                "finish_reason": "tool_calls"}], "usage": usage}, headers=self.extra_headers())
+        half = len(arguments) // 2
+        deltas = [
+            {"role": "assistant", "content": None, "tool_calls": [{
+                "index": 0, "id": call_id, "type": "function",
+                "function": {"name": name, "arguments": arguments[:half]}}]},
+            {"tool_calls": [{"index": 0, "function": {"arguments": arguments[half:]}}]},
+        ]
+        chunks = [{**base, "object": "chat.completion.chunk",
+                   "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+        chunks.append({**base, "object": "chat.completion.chunk",
+                       "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+        chunks.append({**base, "object": "chat.completion.chunk", "choices": [], "usage": usage})
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                           **self.extra_headers()})
+        await resp.prepare(request)
+        for chunk in chunks:
+            await resp.write(b"data: " + orjson.dumps(chunk) + b"\n\n")
+        await resp.write(b"data: [DONE]\n\n")
+        await resp.write_eof()
         return resp
 
     def _abort(self, request: web.Request, resp: web.StreamResponse) -> web.StreamResponse:

@@ -65,8 +65,9 @@ class RecordingObserver(SilentObserver):
         self.calls.append(f"semantic {route} {decision.pick} {prompt}")
 
     def on_response(self, route: str, instance: str, status: int, seconds: float,
-                    ttft: float | None, usage: Mapping[str, int] | None) -> None:
-        self.calls.append(f"response {route} {instance} {status}")
+                    ttft: float | None, usage: Mapping[str, int] | None,
+                    protocol: str = "chat") -> None:
+        self.calls.append(f"response {route} {instance} {status} {protocol}")
 
 
 def test_fanout_passes_every_call_to_each_observer_in_order() -> None:
@@ -74,8 +75,9 @@ def test_fanout_passes_every_call_to_each_observer_in_order() -> None:
     fan = FanoutObserver(first, second)
     fan.on_semantic("auto", MATCH, "hi")
     fan.on_attempt("auto", "code", "ok", 0.1)
-    fan.on_response("auto", "code", 200, 0.1, None, None)
-    assert first.calls == second.calls == ["semantic auto code hi", "response auto code 200"]
+    fan.on_response("auto", "code", 200, 0.1, None, None, "messages")
+    assert first.calls == second.calls == ["semantic auto code hi",
+                                           "response auto code 200 messages"]
 
 
 def test_a_prompt_is_kept_only_when_given_and_cut_to_a_few_hundred_characters() -> None:

@@ -6,6 +6,7 @@ import json
 import signal
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -76,3 +77,25 @@ async def test_a_scrape_counts_requests_served_by_both_workers(
                           status="200") == REQUESTS
             assert sample(m, "semproxy_request_duration_seconds_count", route="r1") == REQUESTS
         assert sample(m, "semproxy_config_source_up") == 1
+
+
+def test_workers_bind_the_configs_listen_when_no_listen_flag_is_given(tmp_path: Path) -> None:
+    port = free_port()
+    config = {**route_config([instance("echo")]), "listen": f"127.0.0.1:{port}"}
+    path = tmp_path / "semproxy.yaml"
+    path.write_text(yaml.safe_dump(config))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "semproxy", "--log-level", "WARNING", "serve", "--config",
+         str(path), "--workers", "2"],
+        env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        ready = [proc.stdout.readline() for _ in range(2)]
+        assert all(f"listening on http://127.0.0.1:{port} " in line for line in ready), ready
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5).read()
+        assert json.loads(body)["status"] == "ok"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+        if proc.stdout is not None:
+            proc.stdout.close()

@@ -47,9 +47,16 @@ def test_convert_writes_a_test_file_beside_val(tmp_path: Path) -> None:
     assert len(load_jsonl(val)) == 3 and config.exists()
 
 
-def test_data_full_without_domains_json_names_the_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match=r"domains\.json must sit beside data_full\.json"):
-        load_dataset(write(tmp_path, domains=False))
+def test_data_full_without_domains_json_uses_the_shipped_domains(tmp_path: Path) -> None:
+    data = load_dataset(write(tmp_path, domains=False))
+    assert data["splits"]["test"][1] == ["a flight to tokyo", "book_flight", "travel"]
+    assert len(data["domains"]) == 10  # the paper's ten domains, shipped with semproxy
+    FULL["val"].append(["open the pod bay doors", "pod_bay"])
+    try:
+        with pytest.raises(ValueError, match=r"intents not in CLINC150: pod_bay"):
+            load_dataset(write(tmp_path, domains=False))
+    finally:
+        FULL["val"].pop()
 
 
 def test_an_unknown_layout_is_refused(tmp_path: Path) -> None:

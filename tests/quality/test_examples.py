@@ -42,8 +42,3 @@ def test_blocked_rows_and_full_instances_are_never_picked() -> None:
     assert all(p.row not in range(5) for p in picks)
     full = choose([A, B], PROMPTS, LABELS, 3, Scoring("max"), limit=1)
     assert full == []  # both instances already hold their one allowed example
-
-
-def test_picks_are_spread_over_instances_before_one_gets_more_than_its_share() -> None:
-    picks = choose([A, B], PROMPTS, LABELS, 2, Scoring("max"))
-    assert sorted(p.instance for p in picks) == [0, 1]

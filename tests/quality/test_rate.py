@@ -90,5 +90,5 @@ def test_eval_and_calibrate_print_counts_intervals_and_warnings(
     assert [m["name"] for m in out["cross_validated"]["measured"]][1] == \
         "threshold (cross-validated)"
     assert main(["calibrate", "--config", str(config), "--route", "r1", "--data", str(data),
-                 "--folds", "1"]) == 1
+                 "--folds", "1"]) == 2
     assert "at least 2" in capsys.readouterr().err

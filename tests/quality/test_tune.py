@@ -80,9 +80,9 @@ def test_tune_refuses_bad_arguments_in_words(tmp_path: Path, config_text: str,
     data = tmp_path / "labelled.jsonl"
     data.write_text(json.dumps({"prompt": "x", "instance": "nope"}) + "\n")
     args = ["tune", "--config", str(config), "--route", "r1", "--data", str(data)]
-    assert main(args) == 1
+    assert main(args) == 2
     assert "instances not on the route: nope" in capsys.readouterr().err
-    assert main([*args, "--count", "0"]) == 1
+    assert main([*args, "--count", "0"]) == 2
     assert "--count" in capsys.readouterr().err
-    assert main([*args[:3], "--route", "missing", "--data", str(data)]) == 1
+    assert main([*args[:3], "--route", "missing", "--data", str(data)]) == 2
     assert "no semantic route" in capsys.readouterr().err

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -24,8 +25,10 @@ class GatewayProcess:
     """`semproxy serve --config FILE --listen 127.0.0.1:0`, JSON logs captured to a file."""
 
     def __init__(self, config: dict[str, Any], workdir: Path,
-                 env: dict[str, str] | None = None, listen: str = "127.0.0.1:0") -> None:
+                 env: dict[str, str] | None = None, listen: str = "127.0.0.1:0",
+                 open_files: tuple[int, int] | None = None) -> None:
         self.listen = listen
+        self.open_files = open_files  # (soft, hard) RLIMIT_NOFILE the gateway starts with
         self.config_path = workdir / "gateway.json"
         self.log_path = workdir / "gateway.log"
         self.out_path = workdir / "gateway.out"
@@ -60,8 +63,13 @@ class GatewayProcess:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "semproxy", "--log-format", "json", "serve",
                  "--config", str(self.config_path), "--listen", self.listen],
-                stdout=out, stderr=err, env=self._env, cwd=ROOT)
+                stdout=out, stderr=err, env=self._env, cwd=ROOT,
+                preexec_fn=None if self.open_files is None else self._limit_open_files)
         return time.monotonic() + timeout
+
+    def _limit_open_files(self) -> None:
+        assert self.open_files is not None
+        resource.setrlimit(resource.RLIMIT_NOFILE, self.open_files)
 
     def _ready(self, deadline: float, timeout: float) -> bool:
         assert self.proc is not None

@@ -1,4 +1,4 @@
-"""Read a config document, substitute ${VAR}, validate, build the frozen runtime.
+"""Read a config document, fill in ${VAR} and $env://, validate, build the frozen runtime.
 
 Every problem is reported as "field.path: message" so the operator can find it;
 all problems are collected, not only the first.
@@ -6,6 +6,7 @@ all problems are collected, not only the first.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -18,59 +19,85 @@ import orjson
 import yaml
 from pydantic import ValidationError
 
+from semproxy.config.masking import mask_secrets
 from semproxy.config.runtime import GatewayConfig, build
 from semproxy.config.schema import Root
+from semproxy.config.secrets import expand
 from semproxy.errors import ConfigError
 from semproxy.observability.logging import redact
 from semproxy.types import is_deeper_than
 
-# ${VAR} or ${VAR:-default} (the default is used when VAR is unset).
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# A real config holds a few thousand values. YAML aliases can make a short file
+# stand for billions (441 bytes -> 48 s and 1.4 GB in `validate`), so the size a
+# document would have once its aliases are expanded is counted before it is built.
+MAX_EXPANDED_VALUES = 100_000
 # A real config nests about ten levels; the limit keeps the recursive steps below
 # (${VAR} substitution, validation) far from Python's recursion limit.
 MAX_DEPTH = 64
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9._~-]{1,100}$")
 
 
 def parse_document(text: str, source: str = "<config>") -> Any:
-    """YAML is a superset of JSON, but JSON goes through orjson for exact errors."""
+    """YAML is a superset of JSON, but JSON goes through orjson for exact errors.
+
+    Error messages give the position, never the text around it: the line of a
+    config can hold a key, and these messages reach logs and the admin API.
+    """
     try:
         if source.endswith(".json") or text.lstrip().startswith("{"):
             return orjson.loads(text)
-        return yaml.safe_load(text)
-    except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError([f"{source}: not valid YAML/JSON: {exc}"]) from exc
+        return load_yaml(text)
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError([f"{source}: not valid JSON: {exc.msg} at line {exc.lineno}, "
+                           f"column {exc.colno}"]) from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError([f"{source}: not valid YAML: {yaml_problem(exc)}"]) from exc
     except RecursionError as exc:  # PyYAML recurses once per nesting level
         raise ConfigError([f"{source}: nests too deeply to parse"]) from exc
 
 
-def substitute_env(node: Any, env: Mapping[str, str], path: str = "") -> tuple[Any, list[str]]:
-    """Replace ${VAR} in every string; a missing variable without default is an error."""
-    errors: list[str] = []
-    if isinstance(node, str):
-        def repl(m: re.Match[str]) -> str:
-            name, default = m.group(1), m.group(2)
-            if name not in env and default is not None:
-                return default
-            if name not in env:
-                errors.append(f"{path or '<root>'}: environment variable {name} is not set")
-                return ""
-            return env[name]
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """What PyYAML found wrong and where, without the snippet of text it quotes."""
+    if not isinstance(exc, yaml.MarkedYAMLError):
+        return type(exc).__name__
+    mark = exc.problem_mark or exc.context_mark
+    where = "" if mark is None else f" at line {mark.line + 1}, column {mark.column + 1}"
+    return f"{exc.problem or exc.context or 'syntax error'}{where}"
 
-        return _VAR.sub(repl, node), errors
-    if isinstance(node, dict):
-        out: dict[Any, Any] = {}
-        for key, value in node.items():
-            out[key], errs = substitute_env(value, env, f"{path}.{key}" if path else str(key))
-            errors += errs
-        return out, errors
-    if isinstance(node, list):
-        items = []
-        for i, value in enumerate(node):
-            item, errs = substitute_env(value, env, f"{path}[{i}]")
-            items.append(item)
-            errors += errs
-        return items, errors
-    return node, errors
+
+def load_yaml(text: str) -> Any:
+    """`yaml.safe_load`, refusing a document whose expanded size passes the limit."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        size = expanded_size(node, {})
+        if size > MAX_EXPANDED_VALUES:
+            raise ConfigError([f"<root>: YAML aliases expand to more than "
+                               f"{MAX_EXPANDED_VALUES:,} values; write the values out"])
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
+    """How many values `node` stands for with every alias copied out.
+
+    An alias is the same node object as its anchor, so each node is counted
+    once (memo) and its count reused: linear in the file, whatever it expands to.
+    """
+    known = memo.get(id(node))
+    if known is not None:
+        return known
+    memo[id(node)] = 1  # a node that contains itself counts once
+    total = 1
+    if isinstance(node, yaml.SequenceNode):
+        total += sum(expanded_size(child, memo) for child in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        total += sum(expanded_size(k, memo) + expanded_size(v, memo) for k, v in node.value)
+    memo[id(node)] = total
+    return total
 
 
 def format_loc(loc: tuple[int | str, ...]) -> str:
@@ -85,10 +112,19 @@ def validation_messages(exc: ValidationError) -> list[str]:
     # those parts of the path mean nothing to an operator, so they are dropped.
     messages = []
     for err in exc.errors(include_url=False, include_input=False):
-        loc = tuple(p for p in err["loc"] if isinstance(p, int) or not _is_branch_tag(p))
-        # A path can hold a secret: a header line pasted as a header *name*.
-        messages.append(redact(f"{format_loc(loc)}: {err['msg']}"))
+        loc = tuple(_shown_part(p) for p in err["loc"]
+                    if isinstance(p, int) or not _is_branch_tag(p))
+        messages.append(f"{format_loc(loc)}: {redact(err['msg'])}")
     return messages
+
+
+def _shown_part(part: int | str) -> int | str:
+    """A path part as the message shows it. A user's mapping key can hold a secret
+    (a whole `Authorization: Bearer sk-...` line pasted as a header *name*), so a key
+    that is not a plain name is not quoted at all."""
+    if isinstance(part, int) or _PLAIN_NAME.match(part):
+        return part
+    return "<a key that is not a plain name>"
 
 
 def _is_branch_tag(part: str) -> bool:
@@ -102,16 +138,23 @@ def load_data(data: Any, env: Mapping[str, str] | None = None) -> GatewayConfig:
     if is_deeper_than(data, MAX_DEPTH):
         raise ConfigError([f"<root>: nests deeper than {MAX_DEPTH} levels"])
     document = data
-    data, errors = substitute_env(data, os.environ if env is None else env)
+    data, errors = expand(data, os.environ if env is None else env)
     if errors:
         raise ConfigError(errors)
-    # The version covers the substituted values too, so a rotated secret is a new version.
-    version = hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
     try:
         raw = Root.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(validation_messages(exc)) from exc
-    return build(raw, version[:12], document)
+    config = build(raw, digest(mask_secrets(data))[:12], document)
+    # The fingerprint covers the secrets too, so a rotated key is a new version to
+    # apply. It is never shown: a hash of a secret lets anyone test guesses offline
+    # (a 4-digit admin key fell in 4,822 tries), so the version shown is the hash
+    # of the masked document.
+    return dataclasses.replace(config, fingerprint=digest(data))
+
+
+def digest(data: Any) -> str:
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def load_text(text: str, source: str = "<config>", env: Mapping[str, str] | None = None

@@ -11,16 +11,16 @@ import hashlib
 import ipaddress
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
 from semproxy.config import schema as s
 from semproxy.embeddings.factory import EmbeddingSpec
 from semproxy.embeddings.registry import DEFAULT_LOCAL_MODEL, LOCAL_MODELS
-from semproxy.errors import ConfigError
-from semproxy.providers.base import ChatProvider, EmbeddingsProvider
-from semproxy.providers.http import NetPolicy, Target
+from semproxy.errors import ConfigError, UpstreamError
+from semproxy.providers.base import ChatProvider, EmbeddingsProvider, EmbeddingsRelay
+from semproxy.providers.http import NetPolicy, Target, TlsFiles
 from semproxy.providers.registry import LOCAL_EMBEDDINGS, PROVIDERS, embedding_provider_names
 
 log = logging.getLogger("semproxy.config")
@@ -41,6 +41,8 @@ class InstanceSpec:
     threshold: float | None = None
     catchall: bool = False
     checks: s.Checks | None = None
+    # Where the instance answers clients' embeddings requests; None: it cannot.
+    embeddings_target: Target | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +65,9 @@ class RetryPolicy:
     statuses: frozenset[int]
     max_retries: int | None
     within_ms: int | None
+    # The route has a failover policy, so a request the upstream may have received
+    # (the connection broke or timed out after sending) may go to another instance.
+    resend: bool = False
 
     def is_retryable(self, status: int) -> bool:
         return status in self.statuses
@@ -105,6 +110,9 @@ class GatewayConfig:
     document: Mapping[str, Any] = field(default_factory=dict)
     # sha256(key) -> consumer name; keys themselves are not kept after load.
     consumers: Mapping[bytes, str] = field(default_factory=dict)
+    # Identity of the version with its secrets (what decides whether a reload is
+    # new); `version` is the hash of the masked document, the one that is shown.
+    fingerprint: str = ""
 
 
 class _Errors:
@@ -127,7 +135,7 @@ def build(raw: s.Root, version: str, document: Mapping[str, Any] | None = None
             errs.add(f"{path}.id", f"duplicate route id {route.id!r}")
         seen.add(route.id)
         spec = _route(route, path, errs)
-        if spec is not None:
+        if spec is not None and route.status == 1:  # status 0: checked, but not served
             routes.append(spec)
     consumers = _consumers(raw, errs)
     if raw.admin is not None and (refusal := admin_refusal(raw.admin)) is not None:
@@ -193,8 +201,11 @@ def _route(route: s.Route, path: str, errs: _Errors) -> RouteSpec | None:
     else:
         ppath = f"{path}.plugins.ai-proxy-multi"
     assert multi is not None
-    net = NetPolicy(multi.timeout / 1000, multi.ssl_verify, multi.keepalive,
-                    multi.keepalive_timeout / 1000)
+    net = NetPolicy(
+        multi.timeout / 1000, multi.ssl_verify, multi.keepalive, multi.keepalive_timeout / 1000,
+        attempt_timeout_s=multi.attempt_timeout / 1000 if multi.attempt_timeout else None,
+        max_body=multi.max_resp_body_size, max_event=multi.max_sse_event_size,
+        max_connections=multi.max_connections_per_origin, proxy=multi.proxy)
     instances = _instances(multi, ppath, net, errs, is_single=single is not None)
     semantic = _semantic(multi, ppath, net, errs)
     balancer = multi.balancer
@@ -241,16 +252,40 @@ def _instances(
             continue
         provider = cls(instance=inst.name)
         model = inst.options.get("model")
-        target = provider.target(inst.override.endpoint, inst.auth,
-                                 model if isinstance(model, str) else None, net)
+        model = model if isinstance(model, str) else None
+        own = _own_net(net, inst.proxy, inst.tls)
+        target = provider.target(inst.override.endpoint, inst.auth, model, own)
+        _check_target(target, ipath, errs)
+        embeddings_target = None
+        if isinstance(provider, EmbeddingsRelay) and provider.relays_embeddings():
+            embeddings_target = provider.embeddings_target(inst.override.endpoint, inst.auth,
+                                                           model, own)
         out.append(InstanceSpec(
             name=inst.name, provider=provider, target=target,
             options=MappingProxyType(dict(inst.options)), weight=inst.weight,
             priority=inst.priority, examples=tuple(inst.examples or ()),
             negative_examples=tuple(inst.negative_examples or ()),
             threshold=inst.threshold, catchall=inst.catchall, checks=inst.checks,
+            embeddings_target=embeddings_target,
         ))
     return tuple(out)
+
+
+def _own_net(net: NetPolicy, proxy: str | None, tls: s.Tls | None) -> NetPolicy:
+    """An instance's connection settings: the route's, with its own proxy and TLS files."""
+    if proxy is None and tls is None:
+        return net
+    files = TlsFiles(tls.ca_file, tls.cert_file, tls.key_file) if tls else None
+    return replace(net, proxy=net.proxy if proxy is None else proxy, tls=files)
+
+
+def _check_target(target: Target, path: str, errs: _Errors) -> None:
+    """Prepare the upstream request now, so a bad endpoint or TLS file fails the load."""
+    if target.url.startswith(("http://", "https://")):
+        try:
+            target.call  # noqa: B018 (a cached property: computed here, once)
+        except UpstreamError as exc:
+            errs.add(path, exc.message)
 
 
 def _retry(multi: s.AIProxyMulti) -> RetryPolicy:
@@ -259,7 +294,10 @@ def _retry(multi: s.AIProxyMulti) -> RetryPolicy:
     `http_429` adds 429 and `http_5xx` adds 500-599; `fallback_http_statuses` adds
     its own. `instance_health_and_rate_limiting` (`rate_limiting` in a list) adds
     no status: it means "skip unhealthy instances", which semproxy always does.
-    Transport failures (refused, reset, timeout) fail over whatever the policy.
+    A request that never left (refused, no connection in time) fails over whatever
+    the policy; one the upstream may have received (reset or timed out after
+    sending) only when the route has a failover policy (`resend`): otherwise the
+    same LLM call could be made, and billed, twice.
     """
     strategy = multi.fallback_strategy or ()
     kinds = {strategy} if isinstance(strategy, str) else set(strategy)
@@ -268,7 +306,10 @@ def _retry(multi: s.AIProxyMulti) -> RetryPolicy:
         statuses.add(429)
     if "http_5xx" in kinds:
         statuses |= TRANSIENT_5XX
-    return RetryPolicy(frozenset(statuses), multi.max_retries, multi.retry_on_failure_within_ms)
+    resend = (multi.fallback_strategy is not None or bool(multi.fallback_http_statuses)
+              or multi.max_retries is not None)
+    return RetryPolicy(frozenset(statuses), multi.max_retries, multi.retry_on_failure_within_ms,
+                       resend)
 
 
 def _semantic(
@@ -336,8 +377,9 @@ def _embeddings(e: s.Embeddings, epath: str, errs: _Errors) -> EmbeddingSpec | N
         return None
     client = cls(instance="embeddings")
     assert isinstance(client, EmbeddingsProvider)
-    net = NetPolicy(e.timeout / 1000, e.ssl_verify, True, 60.0)
+    net = _own_net(NetPolicy(e.timeout / 1000, e.ssl_verify, True, 60.0), e.proxy, e.tls)
     target = client.embeddings_target(e.override.endpoint, e.auth, e.model, net)
+    _check_target(target, epath, errs)
     return _embedding_spec(e, client, target)
 
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import re
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
@@ -25,7 +27,36 @@ InstanceName = Annotated[
     str, StringConstraints(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9._~-]+$")
 ]
 Threshold = Annotated[float, Field(ge=-1.0, le=1.0)]
-HeaderMap = dict[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._-]+$")], str]
+
+
+def _header_value(value: str) -> str:
+    # Checked after ${VAR} substitution: a variable holding a line break would
+    # otherwise split the upstream request head and fail every call.
+    if any(c in value for c in "\r\n\0"):
+        raise ValueError("must not contain CR, LF or NUL (check the variable it comes from)")
+    return value
+
+
+HeaderValue = Annotated[str, AfterValidator(_header_value)]
+HeaderMap = dict[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._-]+$")], HeaderValue]
+
+
+def _listen(value: object) -> str:
+    hint = "must be HOST:PORT, e.g. 127.0.0.1:9080"
+    if isinstance(value, int) and not isinstance(value, bool):
+        raise ValueError(f"{hint} (a bare number gives no host: 127.0.0.1:{value}?)")
+    if not isinstance(value, str):
+        raise ValueError(hint)
+    host, sep, port = value.rpartition(":")
+    if not sep or not host:
+        raise ValueError(f"{hint} (for all interfaces: 0.0.0.0:{port or 9080})")
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError("port must be a number in 1-65535 (0 picks a free port)")
+    return value
+
+
+# BeforeValidator so that a YAML number (`listen: 9080`) gets the hint, not a type error.
+Listen = Annotated[str, BeforeValidator(_listen)]
 FallbackKind = Literal["instance_health_and_rate_limiting", "http_429", "http_5xx"]
 # APISIX spells the health/rate-limit strategy "rate_limiting" inside a list.
 FallbackListKind = Literal["rate_limiting", "instance_health_and_rate_limiting", "http_429",
@@ -58,9 +89,42 @@ class Override(Strict):
     @field_validator("endpoint")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"^https?://[^/\s]+", value):
-            raise ValueError("must be an http:// or https:// URL")
+        if value is not None:
+            check_url(value)
         return value
+
+
+def _proxy_url(value: str | None) -> str | None:
+    if value and not re.match(r"^https?://[^/\s]+", value):
+        raise ValueError("must be an http:// or https:// proxy URL, or \"\" for no proxy")
+    return value
+
+
+# A proxy for upstream calls; absent: HTTPS_PROXY/HTTP_PROXY/NO_PROXY decide.
+ProxyUrl = Annotated[str | None, AfterValidator(_proxy_url)]
+
+
+class Tls(Strict):
+    """PEM files for TLS to an upstream: a CA bundle to trust, a client certificate."""
+
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+
+
+def check_url(value: str) -> None:
+    """An http(s) URL with a host and a port in range; the message never quotes it."""
+    if not re.match(r"^https?://[^/\s]+", value):
+        raise ValueError("must be an http:// or https:// URL")
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError:
+        raise ValueError("has a port outside 1-65535 or a malformed host") from None
+    if not parts.hostname:
+        raise ValueError("has no host")
+    if port == 0:
+        raise ValueError("has a port outside 1-65535")
 
 
 class HealthyChecks(Strict):
@@ -89,7 +153,7 @@ class ActiveChecks(Strict):
     host: str | None = None
     port: int | None = Field(default=None, ge=1, le=65535)
     https_verify_certificate: bool = True
-    req_headers: list[str] = Field(default_factory=list)
+    req_headers: list[HeaderValue] = Field(default_factory=list)
     healthy: HealthyChecks = Field(default_factory=HealthyChecks)
     unhealthy: UnhealthyChecks = Field(default_factory=UnhealthyChecks)
 
@@ -119,6 +183,8 @@ class Instance(Strict):
     options: dict[str, Any] = Field(default_factory=dict)
     override: Override = Field(default_factory=Override)
     checks: Checks | None = None
+    proxy: ProxyUrl = None
+    tls: Tls | None = None
     examples: list[Example] | None = Field(default=None, min_length=1, max_length=64)
     negative_examples: list[Example] | None = Field(default=None, min_length=1, max_length=64)
     threshold: Threshold | None = None
@@ -147,6 +213,8 @@ class Embeddings(Strict):
     override: Override = Field(default_factory=Override)
     timeout: int = Field(default=3000, ge=1, le=60000)
     ssl_verify: bool = True
+    proxy: ProxyUrl = None
+    tls: Tls | None = None
     cache_size: int = Field(default=4096, ge=0)
     breaker_failures: int = Field(default=5, ge=1)
     breaker_cooldown: float = Field(default=10.0, gt=0)
@@ -174,6 +242,11 @@ class RouteSettings(Strict):
     keepalive_timeout: int = Field(default=60000, ge=1000)
     keepalive_pool: int = Field(default=30, ge=1)
     ssl_verify: bool = True
+    attempt_timeout: int | None = Field(default=None, ge=1)
+    max_resp_body_size: int = Field(default=32 * 1024 * 1024, ge=1)
+    max_sse_event_size: int = Field(default=8 * 1024 * 1024, ge=1)
+    max_connections_per_origin: int = Field(default=4096, ge=1)
+    proxy: ProxyUrl = None
     max_req_body_size: int = Field(default=10 * 1024 * 1024, ge=1)
     logging: Logging = Field(default_factory=Logging)
     debug_headers: bool = False
@@ -239,16 +312,24 @@ class Route(Strict):
     uri: Annotated[str, StringConstraints(pattern=r"^/")]
     methods: list[HttpMethod] = Field(default_factory=_post_only)
     plugins: Plugins
+    # APISIX route metadata, accepted so a route from its Admin API pastes in
+    # unchanged. `status: 0` disables the route (it answers 404, as in APISIX).
+    status: Literal[0, 1] = 1
+    name: str | None = None
+    desc: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    create_time: int | None = None
+    update_time: int | None = None
 
 
 class Admin(Strict):
-    listen: str = "127.0.0.1:9180"
+    listen: Listen = "127.0.0.1:9180"
     key: str | None = None
     allow_no_key_on_loopback: bool = False
 
 
 class Root(Strict):
-    listen: str = "127.0.0.1:9080"
+    listen: Listen = "127.0.0.1:9080"
     admin: Admin | None = None
     routes: list[Route] = Field(default_factory=list)
     consumers: list[Consumer] = Field(default_factory=list)

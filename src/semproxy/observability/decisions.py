@@ -63,7 +63,8 @@ class DecisionLog:
         self._pending.set((decision, prompt))
 
     def on_response(self, route: str, instance: str, status: int, seconds: float,
-                    ttft: float | None, usage: Mapping[str, int] | None) -> None:
+                    ttft: float | None, usage: Mapping[str, int] | None,
+                    protocol: str = "chat") -> None:
         pending = self._pending.get()
         if pending is not None:
             self._pending.set(None)

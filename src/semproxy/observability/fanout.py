@@ -33,9 +33,10 @@ class FanoutObserver:
             o.on_embedding(route, seconds, cache_hit)
 
     def on_response(self, route: str, instance: str, status: int, seconds: float,
-                    ttft: float | None, usage: Mapping[str, int] | None) -> None:
+                    ttft: float | None, usage: Mapping[str, int] | None,
+                    protocol: str = "chat") -> None:
         for o in self.observers:
-            o.on_response(route, instance, status, seconds, ttft, usage)
+            o.on_response(route, instance, status, seconds, ttft, usage, protocol)
 
     def on_health(self, route: str, instance: str, healthy: bool) -> None:
         for o in self.observers:

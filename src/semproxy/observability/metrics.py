@@ -51,8 +51,9 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
-        self.requests = Counter("semproxy_requests_total", "Requests by route, instance, status",
-                                ["route", "instance", "status"], registry=r)
+        self.requests = Counter("semproxy_requests_total",
+                                "Requests by route, instance, status and client protocol",
+                                ["route", "instance", "status", "protocol"], registry=r)
         self.latency = Histogram("semproxy_request_duration_seconds",
                                  "Time from request to last byte", ["route"],
                                  buckets=LATENCY_BUCKETS, registry=r)
@@ -124,8 +125,9 @@ class Metrics:
             self._child(self.cache, "hit" if cache_hit else "miss").inc()
 
     def on_response(self, route: str, instance: str, status: int, seconds: float,
-                    ttft: float | None, usage: Mapping[str, int] | None) -> None:
-        self._child(self.requests, route, instance, str(status)).inc()
+                    ttft: float | None, usage: Mapping[str, int] | None,
+                    protocol: str = "chat") -> None:
+        self._child(self.requests, route, instance, str(status), protocol).inc()
         self._child(self.latency, route).observe(seconds)
         if ttft is not None:
             self._child(self.ttft, route, instance).observe(ttft)

@@ -28,8 +28,10 @@ class RequestObserver(Protocol):
         """The prompt was embedded and scored; `cache_hit` is None without a cache."""
 
     def on_response(self, route: str, instance: str, status: int, seconds: float,
-                    ttft: float | None, usage: Mapping[str, int] | None) -> None:
-        """The request is over: final status, total time, stream TTFT, token usage."""
+                    ttft: float | None, usage: Mapping[str, int] | None,
+                    protocol: str = "chat") -> None:
+        """The request is over: final status, total time, stream TTFT, token usage, and
+        the client protocol it spoke ("chat", "messages", "responses", "embeddings")."""
 
     def on_health(self, route: str, instance: str, healthy: bool) -> None:
         """An instance changed health (passive or active)."""
@@ -51,7 +53,8 @@ class SilentObserver:
         pass
 
     def on_response(self, route: str, instance: str, status: int, seconds: float,
-                    ttft: float | None, usage: Mapping[str, int] | None) -> None:
+                    ttft: float | None, usage: Mapping[str, int] | None,
+                    protocol: str = "chat") -> None:
         pass
 
     def on_health(self, route: str, instance: str, healthy: bool) -> None:

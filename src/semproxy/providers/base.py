@@ -34,6 +34,8 @@ class Reply(Protocol):
 
     def release(self) -> None: ...
 
+    def abort(self) -> None: ...
+
 
 class ChatProvider(Protocol):
     def target(
@@ -53,6 +55,30 @@ class EmbeddingsProvider(Protocol):
     async def embed(
         self, clients: HttpClients, target: Target, texts: Sequence[str]
     ) -> np.ndarray: ...
+
+
+@runtime_checkable
+class EmbeddingsRelay(Protocol):
+    """Serves clients' own `POST /v1/embeddings` requests (an embeddings route)."""
+
+    def relays_embeddings(self) -> bool: ...
+
+    def embeddings_target(
+        self, endpoint: str | None, auth: Any, model: str | None, net: NetPolicy
+    ) -> Target: ...
+
+    async def relay_embeddings(self, clients: HttpClients, target: Target, body: dict[str, Any],
+                               request_id: str = "") -> Reply: ...
+
+
+@runtime_checkable
+class NativeRelay(Protocol):
+    """Speaks a client protocol natively: a request in that protocol goes as it is."""
+
+    native_protocol: ClassVar[str]  # the ClientProtocol name, e.g. "messages"
+
+    async def relay_native(self, clients: HttpClients, target: Target, body: dict[str, Any],
+                           request_id: str = "") -> Reply: ...
 
 
 def join_url(endpoint: str, path: str) -> str:
@@ -94,6 +120,9 @@ class OpenAIStyleProvider:
     def has_embeddings(cls) -> bool:
         return cls.embeddings_path is not None
 
+    def relays_embeddings(self) -> bool:
+        return self.embeddings_path is not None
+
     def target(self, endpoint: str | None, auth: Any, model: str | None, net: NetPolicy) -> Target:
         return self._target(endpoint, self.chat_path, auth, model, net)
 
@@ -127,7 +156,14 @@ class OpenAIStyleProvider:
 
     async def chat(self, clients: HttpClients, target: Target, body: dict[str, Any],
                    request_id: str = "") -> Reply:
-        return await clients.post(target, orjson.dumps(self.shape_body(body)), request_id)
+        return await clients.post(target, orjson.dumps(self.shape_body(body)), request_id,
+                                  stream=body.get("stream") is True)
+
+    async def relay_embeddings(self, clients: HttpClients, target: Target, body: dict[str, Any],
+                               request_id: str = "") -> Reply:
+        if not self.sends_model:
+            body.pop("model", None)
+        return await clients.post(target, orjson.dumps(body), request_id)
 
     async def embed(self, clients: HttpClients, target: Target, texts: Sequence[str]) -> np.ndarray:
         payload: dict[str, Any] = {"input": list(texts)}

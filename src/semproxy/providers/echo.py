@@ -2,16 +2,21 @@
 
 It answers a valid chat.completion (or an SSE stream when `stream` is true) that
 names the instance and quotes the prompt, so routing can be seen end to end
-without keys.
+without keys. The gateway translates that answer for Anthropic and Responses
+clients like any other upstream's. Embeddings requests get vectors derived
+from a hash of each input: the same text, the same unit vector, and no meaning.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
 import orjson
 
 from semproxy.providers.http import HttpClients, NetPolicy, Target
@@ -35,6 +40,9 @@ class MemoryReply:
             yield chunk
 
     def release(self) -> None:
+        self._chunks = []
+
+    def abort(self) -> None:
         self._chunks = []
 
 
@@ -65,8 +73,31 @@ class EchoProvider:
     def has_embeddings(cls) -> bool:
         return False
 
+    def relays_embeddings(self) -> bool:
+        return True
+
     def target(self, endpoint: str | None, auth: Any, model: str | None, net: NetPolicy) -> Target:
         return Target(url="echo://local", headers={}, net=net, model=model, label="echo://local")
+
+    def embeddings_target(
+        self, endpoint: str | None, auth: Any, model: str | None, net: NetPolicy
+    ) -> Target:
+        return self.target(endpoint, auth, model, net)
+
+    async def relay_embeddings(self, clients: HttpClients, target: Target, body: dict[str, Any],
+                               request_id: str = "") -> MemoryReply:
+        given = body.get("input")
+        texts = [given] if isinstance(given, str) else list(given or ())
+        size = body.get("dimensions")
+        size = size if isinstance(size, int) and 0 < size <= 4096 else ECHO_DIMENSIONS
+        as_base64 = body.get("encoding_format") == "base64"
+        data = [{"object": "embedding", "index": i,
+                 "embedding": _vector(str(text), size, as_base64)} for i, text in enumerate(texts)]
+        tokens = sum(len(str(t).split()) for t in texts)
+        answer = {"object": "list", "data": data,
+                  "model": str(body.get("model") or target.model or "echo"),
+                  "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+        return MemoryReply([orjson.dumps(answer)], "application/json")
 
     async def chat(self, clients: HttpClients, target: Target, body: dict[str, Any],
                    request_id: str = "") -> MemoryReply:
@@ -85,6 +116,18 @@ class EchoProvider:
             "usage": usage,
         }
         return MemoryReply([orjson.dumps(completion)], "application/json")
+
+
+ECHO_DIMENSIONS = 8
+
+
+def _vector(text: str, size: int, as_base64: bool) -> list[float] | str:
+    seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+    vector = np.random.default_rng(seed).standard_normal(size).astype(np.float32)
+    vector /= np.linalg.norm(vector) or 1.0
+    if as_base64:
+        return base64.b64encode(vector.tobytes()).decode()
+    return [float(x) for x in vector]
 
 
 def _stream(model: str, text: str, created: int, usage: dict[str, int]) -> list[bytes]:

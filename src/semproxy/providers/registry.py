@@ -7,6 +7,7 @@ request-time surprise.
 from __future__ import annotations
 
 from semproxy.providers.anthropic import AnthropicProvider
+from semproxy.providers.anthropic_messages import AnthropicMessagesProvider
 from semproxy.providers.azure_openai import AzureOpenAIProvider
 from semproxy.providers.base import OpenAIStyleProvider
 from semproxy.providers.deepseek import DeepSeekProvider
@@ -23,7 +24,8 @@ PROVIDERS: dict[str, ProviderClass] = {
     cls.name: cls
     for cls in (
         OpenAIProvider, OpenAICompatibleProvider, AzureOpenAIProvider, DeepSeekProvider,
-        OpenRouterProvider, MistralProvider, GeminiProvider, AnthropicProvider, EchoProvider,
+        OpenRouterProvider, MistralProvider, GeminiProvider, AnthropicProvider,
+        AnthropicMessagesProvider, EchoProvider,
     )
 }
 

@@ -104,10 +104,12 @@ def route_config(dataset: dict[str, Any], k: int, seed: int, aggregation: str, c
             return typical_examples(dataset, domain, k, embed)
         return domain_examples(dataset, domain, k, rng)
 
+    # A domain without train phrases (a subset of the data) gets no instance.
+    picked = {domain: examples(domain) for domain in dataset["domains"]}
     instances: list[dict[str, Any]] = [
         {"name": domain, "provider": "echo", "weight": 1, "options": {"model": domain},
-         "examples": examples(domain)}
-        for domain in dataset["domains"]
+         "examples": phrases}
+        for domain, phrases in picked.items() if phrases
     ]
     instances.append({"name": CATCHALL, "provider": "echo", "weight": 1,
                       "options": {"model": "general"}, "catchall": True})
@@ -124,39 +126,57 @@ def route_config(dataset: dict[str, Any], k: int, seed: int, aggregation: str, c
                                        "instances": instances}}}]}
 
 
-def load_dataset(source: str | Path) -> dict[str, Any]:
-    """The data set in the layout above, from either file layout.
-
-    `clinc150_train_val.json` (the project's shared copy: train and val, each
-    phrase with its domain) is used as is. CLINC's own `data_full.json`
-    (github.com/clinc/oos-eval: `train`, `val`, `test` as [text, intent]
-    pairs, `oos_train`, `oos_val`, `oos_test`) needs the `domains.json` that
-    sits beside it in that repository; it brings the test split.
-    """
-    path = Path(source)
-    data = orjson.loads(path.read_bytes())
-    if isinstance(data, dict) and "splits" in data:
-        return dict(data)
-    if not (isinstance(data, dict) and "train" in data and "oos_val" in data):
-        raise ValueError(f"{path}: neither clinc150_train_val.json nor CLINC's data_full.json")
-    domains_file = path.parent / "domains.json"
-    try:
-        domains = orjson.loads(domains_file.read_bytes())
-    except OSError as exc:
-        raise ValueError(f"{domains_file}: CLINC's domains.json must sit beside "
-                         f"{path.name} ({exc.strerror})") from exc
-    to_domain = {intent: domain for domain, intents in domains.items() for intent in intents}
-    names = [s for s in ("train", "val", "test") if s in data]
-    return {"domains": domains, "intent_to_domain": to_domain,
-            "splits": {s: [[text, intent, to_domain[intent]] for text, intent in data[s]]
-                       for s in names},
-            "oos": {s: [text for text, _ in data.get(f"oos_{s}", [])] for s in names}}
-
-
 def labelled_lines(dataset: dict[str, Any], split: str = "val") -> list[bytes]:
     rows = [{"prompt": text, "instance": domain} for text, _, domain in dataset["splits"][split]]
     rows += [{"prompt": text, "instance": None} for text in dataset["oos"][split]]
     return [orjson.dumps(r) for r in rows]
+
+
+DOMAINS_FILE = Path(__file__).with_name("clinc150_domains.json")  # domain -> its 15 intents
+
+
+def from_official_layout(data: dict[str, Any], domains: dict[str, list[str]]) -> dict[str, Any]:
+    """CLINC150's own `data_full.json` ({"train": [[text, intent]], "oos_train": ...,
+    and "test"/"oos_test" when present}) in the layout used here, its intents
+    grouped into domains."""
+    domain_of = {intent: domain for domain, intents in domains.items() for intent in intents}
+    names = [s for s in ("train", "val", "test") if isinstance(data.get(s), list)]
+    splits = {}
+    for split in names:
+        unknown = {intent for _, intent in data[split]} - domain_of.keys()
+        if unknown:
+            raise ValueError(f"intents not in CLINC150: {', '.join(sorted(unknown)[:5])}")
+        splits[split] = [[text, intent, domain_of[intent]] for text, intent in data[split]]
+    oos = {split: [text for text, _ in data.get(f"oos_{split}", [])] for split in names}
+    return {"domains": domains, "splits": splits, "oos": oos}
+
+
+def load_dataset(source: str | Path) -> dict[str, Any]:
+    """Either layout: this project's `clinc150_train_val.json` (train and val,
+    each phrase with its domain) or CLINC150's `data_full.json`
+    (github.com/clinc/oos-eval), which brings the test split too. Its intents
+    are grouped by a `domains.json` beside it when there is one, else by the
+    paper's ten domains shipped with semproxy. Anything else is refused with a
+    one-line reason (ValueError)."""
+    path = Path(source)
+    try:
+        data = orjson.loads(path.read_bytes())
+    except OSError as exc:
+        raise ValueError(f"{source}: {exc.strerror}") from exc
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"{source}: not JSON ({exc})") from exc
+    if isinstance(data, dict) and {"domains", "splits", "oos"} <= data.keys():
+        return dict(data)
+    official = ("train", "val", "oos_train", "oos_val")
+    if not (isinstance(data, dict) and all(isinstance(data.get(k), list) for k in official)):
+        raise ValueError(f"{source}: neither clinc150_train_val.json nor CLINC's "
+                         "data_full.json (train, val, oos_train, oos_val)")
+    beside = path.parent / "domains.json"
+    domains_file = beside if beside.is_file() else DOMAINS_FILE
+    try:
+        return from_official_layout(data, orjson.loads(domains_file.read_bytes()))
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{source}: {exc}") from exc
 
 
 # The converter's scoring defaults, the most accurate measured on CLINC150

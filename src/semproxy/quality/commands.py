@@ -17,7 +17,7 @@ from semproxy.embeddings.factory import EmbedderPool
 from semproxy.providers.http import HttpClients
 from semproxy.quality import calibrate as cal
 from semproxy.quality.evaluate import evaluate, rate_lines, render
-from semproxy.quality.labelled import LabelledDataError, LabelledPrompt, check_labels, load_jsonl
+from semproxy.quality.labelled import LabelledPrompt, check_labels, load_jsonl
 from semproxy.quality.metrics import Confusion
 from semproxy.quality.progress import ProgressBar
 from semproxy.quality.tuning import Proposal, propose, score_all, thresholds_to_write
@@ -33,13 +33,8 @@ def run_eval(args: argparse.Namespace) -> int:
         print(f"wrote {config} and {data}", file=sys.stderr)
         args.config, args.route, args.data = str(config), "clinc150", str(data)
     if not (args.config and args.route and args.data):
-        print("eval: give --config, --route and --data (or --clinc150 PATH)", file=sys.stderr)
-        return 2
-    try:
-        return asyncio.run(_eval(args))
-    except LabelledDataError as exc:
-        print(f"eval: {exc}", file=sys.stderr)
-        return 1
+        raise ValueError("give --config, --route and --data (or --clinc150 PATH)")
+    return asyncio.run(_eval(args))
 
 
 async def _eval(args: argparse.Namespace) -> int:
@@ -69,14 +64,12 @@ async def _eval(args: argparse.Namespace) -> int:
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
-    try:
-        goal = cal.objective(args.objective)
-        if args.folds < 2:
-            raise ValueError("--folds must be at least 2")
-        return asyncio.run(_calibrate(args, goal))
-    except (LabelledDataError, ValueError) as exc:
-        print(f"calibrate: {exc}", file=sys.stderr)
-        return 1
+    """Mistakes (a bad objective, too few folds, bad labels or data file) raise
+    ValueError: the CLI prints them on one line and exits 2."""
+    goal = cal.objective(args.objective)
+    if args.folds < 2:
+        raise ValueError("--folds must be at least 2")
+    return asyncio.run(_calibrate(args, goal))
 
 
 async def _calibrate(args: argparse.Namespace, goal: Callable[[Confusion], cal.Score]
@@ -130,15 +123,12 @@ def _write(args: argparse.Namespace, config: GatewayConfig, fitted: cal.Fit,
 
 
 def run_tune(args: argparse.Namespace) -> int:
-    try:
-        if args.count < 1:
-            raise ValueError("--count must be at least 1")
-        if args.folds == 1 or args.folds < 0:
-            raise ValueError("--folds must be 0 (skip the estimate) or at least 2")
-        return asyncio.run(_tune(args))
-    except (LabelledDataError, ValueError) as exc:
-        print(f"tune: {exc}", file=sys.stderr)
-        return 1
+    """Mistakes raise ValueError, like calibrate's: one line on stderr, exit 2."""
+    if args.count < 1:
+        raise ValueError("--count must be at least 1")
+    if args.folds == 1 or args.folds < 0:
+        raise ValueError("--folds must be 0 (skip the estimate) or at least 2")
+    return asyncio.run(_tune(args))
 
 
 async def _tune(args: argparse.Namespace) -> int:

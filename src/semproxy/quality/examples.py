@@ -12,11 +12,13 @@ example, misrouted ones and the narrowest wins first) is tried as a new example
 of its own instance, and the one that fixes the most other labelled prompts,
 net of the ones it breaks, is taken. A candidate is never credited for fixing
 itself. Near-ties go to the candidate closest to many still-misrouted prompts
-of its instance (a typical phrasing fixes more unseen prompts than an odd one),
-and no instance gets more than its share of the picks until every instance has
-had the chance (one instance's many misses should not starve the others). Only
-the rows whose decision can change are re-scored: the new example's instance
-owns or contests them.
+of its instance (a typical phrasing fixes more unseen prompts than an odd one).
+Only the rows whose decision can change are re-scored: the new example enters
+the instance's best k for them, and the instance owns or contests them.
+
+On CLINC150 (k=16, 50 picks from val, measured on test) capping each instance
+at its share of the picks did worse than letting the gains decide (+4.4 to
++4.8 points against +5.1 to +5.3), so there is no cap but the config's 64.
 """
 
 from __future__ import annotations
@@ -165,16 +167,10 @@ class GreedyPicker:
             return 0
         return int((self.unit[missed] @ self.unit[self.inside[j]] > CLOSE).sum())
 
-    def step(self, share: int) -> Pick | None:
+    def step(self) -> Pick | None:
         right, margin = self._state()
-        counts = np.bincount([self.labels[r] for r in self.taken],
-                             minlength=len(self.refs)) if self.taken else \
-            np.zeros(len(self.refs), dtype=np.intp)
         sizes = np.array([len(r) for r in self.refs])
-        allowed = (counts < share) & (sizes < self.limit)
-        candidates = self._shortlist(right, margin, allowed)
-        if not len(candidates):
-            candidates = self._shortlist(right, margin, sizes < self.limit)
+        candidates = self._shortlist(right, margin, sizes < self.limit)
         if not len(candidates):
             return None
         self._top2 = np.argsort(-self.scores, axis=1)[:, :2]
@@ -213,10 +209,9 @@ def choose(examples: Sequence[np.ndarray], prompts: np.ndarray, labels: IntArray
     `blocked` rows are never picked (blank prompts, existing examples, repeats).
     """
     picker = GreedyPicker(examples, prompts, labels, how, limit, blocked)
-    share = -(-count // max(1, len(examples)))
     picks: list[Pick] = []
     while len(picks) < count:
-        pick = picker.step(share)
+        pick = picker.step()
         if pick is None:
             break
         picks.append(pick)

@@ -98,10 +98,10 @@ def propose(selector: SemanticSelector, scored: Scored, texts: Sequence[str],
                                         np.empty(0, np.intp))
     chosen = []
     for fold in range(k):
-        held = np.flatnonzero(dealt == fold)
-        if not len(held):
+        held, rest = np.flatnonzero(dealt == fold), np.flatnonzero(dealt != fold)
+        if not len(held) or not len(rest):  # tiny data: a fold took every prompt
             continue
-        part = fit_on(np.flatnonzero(dealt != fold))
+        part = fit_on(rest)
         chosen.append(part.threshold)
         single += measure(selector, scored, [part.threshold] * len(before), held)
         per += measure(selector, scored, list(part.thresholds), held)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import hmac
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -18,7 +19,9 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from semproxy.config.loader import load_data
+from semproxy.config.masking import MASK, mask_secrets, masked_paths, restore_masked
 from semproxy.config.runtime import GatewayConfig, admin_refusal
+from semproxy.config.secrets import variables_outside_credentials
 from semproxy.config.source import SourceError
 from semproxy.errors import (
     BadRequestError,
@@ -33,7 +36,7 @@ from semproxy.server.playground import MAX_EXAMPLE_CHARS, is_public
 from semproxy.server.reload import ConfigWatcher
 from semproxy.server.request import parse_object, routing_text
 
-MASK = "******"
+log = logging.getLogger("semproxy.admin")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -41,24 +44,6 @@ class ConfigStore(Protocol):
     """Where admin writes are persisted (file or etcd)."""
 
     async def save(self, document: dict[str, Any]) -> None: ...
-
-
-def mask_secrets(node: Any, key: str = "") -> Any:
-    """Blank every credential: auth header/query values, the admin key, consumer keys.
-
-    Values are masked by where they sit (under `auth`, `admin.key`, a consumer's
-    `key-auth.key`), not by what they look like, so no format of key slips through.
-    """
-    if isinstance(node, list):
-        return [mask_secrets(v, key) for v in node]
-    if not isinstance(node, dict):
-        return node
-    if key == "auth":
-        return {part: {name: MASK for name in values} if isinstance(values, dict) else MASK
-                for part, values in node.items()}
-    secret_key = key in ("admin", "key-auth")
-    return {k: MASK if secret_key and k == "key" else mask_secrets(v, k)
-            for k, v in node.items()}
 
 
 def check_admin_settings(config: GatewayConfig) -> str | None:
@@ -131,20 +116,28 @@ class AdminAPI:
             config = load_data(document)
         except ConfigError as exc:
             raise ConfigRejected(exc.errors) from exc
+        except Exception as exc:
+            # A document that breaks a builder in a way no check foresaw is still
+            # the client's bad input: 400, and the running version stays.
+            log.exception("admin write rejected: the config could not be built")
+            raise ConfigRejected([f"<root>: the config could not be built "
+                                  f"({type(exc).__name__})"]) from exc
         try:
             await self.store.save(document)
         except SourceError as exc:
             raise UnavailableError(f"config store unavailable: {exc}") from exc
         await self.watcher.reload()
         return {"version": config.version,
-                "applied": self.gateway.table.version == config.version}
+                "applied": self.gateway.config.fingerprint == config.fingerprint}
 
     async def put_route(self, request: web.Request) -> web.Response:
         route_id = request.match_info["id"]
         route = parse_object(await request.read())
         route["id"] = route_id
         document = copy.deepcopy(dict(self.gateway.config.document))
+        stored = [r for r in document.get("routes", []) if r.get("id") == route_id]
         routes = [r for r in document.get("routes", []) if r.get("id") != route_id]
+        route = checked_route(route, stored[0] if stored else None, f"routes[{len(routes)}]")
         document["routes"] = [*routes, route]
         return await self._write(document)
 
@@ -231,6 +224,19 @@ def examples_request(body: dict[str, Any]) -> tuple[str, list[str]]:
     if any(len(t) > MAX_EXAMPLE_CHARS for t in cleaned):
         raise BadRequestError(f"an example is limited to {MAX_EXAMPLE_CHARS} characters")
     return instance, cleaned
+
+
+def checked_route(route: dict[str, Any], stored: Any, path: str) -> dict[str, Any]:
+    """A route sent over the admin API, with masked credentials given back their stored
+    values; refused when a mask stands for nothing or `${VAR}` is outside credentials."""
+    if stored is not None:
+        route = restore_masked(route, stored)
+    problems = [f"{where}: {MASK} stands for a stored credential, but there is none here; "
+                "give the value" for where in masked_paths(route, path)]
+    problems += variables_outside_credentials(route, path)
+    if problems:
+        raise ConfigRejected(problems)
+    return route
 
 
 class ConfigRejected(BadRequestError):

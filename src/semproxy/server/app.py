@@ -13,10 +13,11 @@ from collections.abc import Awaitable, Callable
 
 import orjson
 from aiohttp import web
+from aiohttp.web_urldispatcher import _default_expect_handler
 
 from semproxy.config.runtime import GatewayConfig
 from semproxy.embeddings.factory import EmbedderPool
-from semproxy.errors import GatewayError
+from semproxy.errors import GatewayError, PayloadTooLargeError
 from semproxy.observability.metrics import Metrics
 from semproxy.observability.observer import RequestObserver, SilentObserver
 from semproxy.providers.http import HttpClients
@@ -101,6 +102,40 @@ async def answer_errors(request: web.Request, handler: Handler) -> web.StreamRes
 
 error_middleware = web.middleware(answer_errors)
 
+# Every answer names the gateway without versions (aiohttp's default banner is
+# `Python/3.11 aiohttp/3.x`: a free hint for anyone matching known flaws), and no
+# browser may guess a JSON error or an event stream to be HTML.
+ANSWER_HEADERS = {"Server": "semproxy", "X-Content-Type-Options": "nosniff"}
+
+
+async def stamp_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """`on_response_prepare` hook of every listener (public and admin)."""
+    response.headers.update(ANSWER_HEADERS)
+
+
+def expect_continue(gateway: Gateway) -> Callable[[web.Request], Awaitable[web.Response | None]]:
+    """`Expect: 100-continue` is answered only once the body could be accepted.
+
+    aiohttp sends `100 Continue` before any handler runs, so a client would upload
+    a body the route then refuses. Here an unknown route gets no interim answer
+    (the handler answers 404 without reading), and a declared length over the
+    route's `max_req_body_size` gets its 413 at once.
+    """
+    async def on_expect(request: web.Request) -> web.Response | None:
+        try:
+            route = gateway.table.match(request.path, request.method)
+        except GatewayError:
+            return None
+        declared = request.content_length
+        if declared is not None and declared > route.spec.max_body:
+            err = PayloadTooLargeError(f"request body of {declared} bytes exceeds the limit "
+                                       f"of {route.spec.max_body}")
+            return web.Response(body=err.body(), status=err.status,
+                                content_type="application/json", headers={"Connection": "close"})
+        await _default_expect_handler(request)  # aiohttp's own interim answer (or 417)
+        return None
+    return on_expect
+
 
 def guarded(handler: Handler) -> Handler:
     """`handler` with `answer_errors` around it, for an app without middlewares.
@@ -137,6 +172,8 @@ def build_app(gateway: Gateway, is_source_ok: Callable[[], bool] | None = None
         await gateway.aclose()
 
     app.router.add_get("/healthz", guarded(healthz))
-    app.router.add_route("*", "/{tail:.*}", guarded(gateway.proxy))
+    app.router.add_route("*", "/{tail:.*}", guarded(gateway.proxy),
+                         expect_handler=expect_continue(gateway))
+    app.on_response_prepare.append(stamp_headers)
     app.on_cleanup.append(on_cleanup)
     return app

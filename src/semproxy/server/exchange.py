@@ -21,11 +21,16 @@ from aiohttp import web
 from semproxy.balancer.semantic import Decision
 from semproxy.observability.logging import log_line
 from semproxy.observability.observer import RequestObserver
+from semproxy.protocols.contract import ClientProtocol, Parsed
+from semproxy.server.inbound import CHAT
 from semproxy.server.routes import RouteState
 
 access_log = logging.getLogger("semproxy.access")
 
-USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
+# Token counts by their name in Chat Completions, and in Anthropic's answers
+# (relayed as they are from a native instance).
+USAGE_KEYS = {"prompt_tokens": "prompt", "completion_tokens": "completion",
+              "total_tokens": "total", "input_tokens": "prompt", "output_tokens": "completion"}
 MAX_LOGGED_PAYLOAD = 4096
 MAX_REQUEST_ID = 128
 MAX_PENDING_LINE = 64 * 1024  # a usage event is far smaller; longer lines are not kept
@@ -55,7 +60,9 @@ class Exchange:
     usage: dict[str, int] | None = None
     model: str | None = None
     payload: dict[str, Any] | None = None
+    parsed: Parsed | None = None
     response_body: bytes | None = None
+    protocol: ClientProtocol = CHAT
 
     @property
     def instance(self) -> str:
@@ -119,13 +126,15 @@ class StreamUsage:
         self._pending = rest if len(rest) <= MAX_PENDING_LINE else b""
         for line in lines:
             if line.startswith(b"data: {") and b'"usage"' in line:
-                self.usage = usage_from_body(line[6:]) or self.usage
+                found = usage_from_body(line[6:])
+                if found:  # Anthropic spreads its counts over two events
+                    self.usage = {**self.usage, **found} if self.usage else found
 
 
 def _usage(node: Any) -> dict[str, int] | None:
     if not isinstance(node, dict):
         return None
-    found = {k[: -len("_tokens")]: v for k, v in node.items()
+    found = {USAGE_KEYS[k]: v for k, v in node.items()
              if k in USAGE_KEYS and isinstance(v, int) and v >= 0}
     return found or None
 
@@ -134,7 +143,7 @@ def finish(exchange: Exchange, observer: RequestObserver) -> None:
     seconds = time.monotonic() - exchange.started
     route = exchange.route.spec.id if exchange.route else "-"
     observer.on_response(route, exchange.instance, exchange.status, seconds, exchange.ttft,
-                         exchange.usage)
+                         exchange.usage, exchange.protocol.name)
     if wants_access_line(exchange):
         log_line(access_log, logging.INFO,
                  f"{route} {exchange.request_id} -> {exchange.instance} {exchange.status}",
@@ -165,6 +174,7 @@ def access_fields(exchange: Exchange, seconds: float) -> dict[str, Any]:
         "ttft_ms": None if exchange.ttft is None else round(exchange.ttft * 1000, 3),
         "tokens": exchange.usage,
         "consumer": exchange.consumer,
+        "protocol": exchange.protocol.name,
     }
     if exchange.decision is not None:
         fields["semantic"] = {"pick": exchange.decision.pick, "reason": exchange.decision.reason,

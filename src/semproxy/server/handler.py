@@ -14,10 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+import orjson
 from aiohttp import web
 
 from semproxy.balancer.semantic import Decision
+from semproxy.config.runtime import InstanceSpec
 from semproxy.errors import (
+    BadRequestError,
     GatewayError,
     UnavailableError,
     UpstreamConnectError,
@@ -26,8 +29,11 @@ from semproxy.errors import (
     error_body,
 )
 from semproxy.observability.observer import RequestObserver
-from semproxy.providers.base import Reply
+from semproxy.protocols.contract import ClientProtocol, StreamTranslator
+from semproxy.protocols.models import anthropic_list, openai_list
+from semproxy.providers.base import EmbeddingsRelay, NativeRelay, Reply
 from semproxy.providers.http import HttpClients
+from semproxy.providers.sse import sse_events
 from semproxy.server.auth import authenticate
 from semproxy.server.exchange import (
     Attempt,
@@ -37,7 +43,8 @@ from semproxy.server.exchange import (
     request_id,
     usage_from_body,
 )
-from semproxy.server.request import parse_chat, read_body, routing_text
+from semproxy.server.inbound import CHAT, EMBEDDINGS, is_models, protocol_for
+from semproxy.server.request import read_body
 from semproxy.server.routes import Candidates, RouteState, RouteTable
 
 log = logging.getLogger("semproxy.proxy")
@@ -55,6 +62,7 @@ class Result:
     reply: Reply | None = None
     body: bytes | None = None  # read before relaying, unless the reply is an event stream
     error: UpstreamError | None = None
+    native: bool = False  # the answer is in the client's protocol already
 
 
 async def handle(request: web.Request, table: RouteTable, clients: HttpClients,
@@ -62,35 +70,53 @@ async def handle(request: web.Request, table: RouteTable, clients: HttpClients,
     """Serve one request and account for it (metrics, access log), whatever happens."""
     exchange = Exchange(request_id(request))
     request[REQUEST_ID] = exchange.request_id
+    protocol = exchange.protocol = protocol_for(request.path)
     try:
         response = await serve(request, exchange, table, clients, observer)
         exchange.status = response.status
         return response
     except GatewayError as exc:
         exchange.status = exc.status
-        raise
+        if protocol is CHAT:
+            raise  # rendered by the error middleware, as it always was
+        return web.Response(body=protocol.error(exc.status, exc.message, exc.type, exc.code),
+                            status=exc.status, content_type="application/json",
+                            headers={"X-Request-Id": exchange.request_id})
     finally:
         finish(exchange, observer)
 
 
 async def serve(request: web.Request, exchange: Exchange, table: RouteTable,
                 clients: HttpClients, observer: RequestObserver) -> web.StreamResponse:
+    if is_models(request.path, request.method):
+        return list_models(request, exchange, table)
     route = exchange.route = table.match(request.path, request.method)
     exchange.consumer = authenticate(request, route.spec, table.config.consumers)
-    payload = exchange.payload = parse_chat(await read_body(
+    parsed = exchange.protocol.parse(await read_body(
         request, route.spec.max_body, table.config.client_body_timeout_s))
-    if route.semantic is not None:
-        exchange.decision = await decide(route, payload, observer)
+    payload = exchange.payload = parsed.payload
+    exchange.parsed = parsed
+    if route.semantic is not None and parsed.text is not None:
+        exchange.decision = await decide(route, parsed.text, observer)
     candidates = route.candidates(request, exchange.decision, exchange.consumer)
     return await failover(request, exchange, candidates, payload, clients, observer)
 
 
-async def decide(route: RouteState, payload: dict[str, Any], observer: RequestObserver
-                 ) -> Decision:
+def list_models(request: web.Request, exchange: Exchange, table: RouteTable) -> web.Response:
+    """The route's models, in the list shape of the SDK that asks."""
+    route = exchange.route = table.find(request.path)
+    exchange.consumer = authenticate(request, route.spec, table.config.consumers)
+    is_anthropic = "anthropic-version" in request.headers
+    body = anthropic_list(route.spec) if is_anthropic else openai_list(route.spec)
+    return web.Response(body=orjson.dumps(body), content_type="application/json",
+                        headers={"X-Request-Id": exchange.request_id})
+
+
+async def decide(route: RouteState, text: str, observer: RequestObserver) -> Decision:
+    """Route on `text`, the user's own words as the client protocol tells them."""
     assert route.semantic is not None
     started = time.monotonic()
     hits = route.semantic.hits
-    text = routing_text(payload)
     decision = await route.semantic.decide(text)
     if decision.ranking:
         observer.on_embedding(route.spec.id, time.monotonic() - started,
@@ -116,6 +142,7 @@ async def failover(request: web.Request, exchange: Exchange, candidates: Candida
     assert route is not None
     health = route.health
     skip = health.unusable(route.names)
+    skip = skip | _unable(exchange, route)
     tried: set[str] = set()
     name = candidates.next(skip)
     if name is None:
@@ -123,7 +150,7 @@ async def failover(request: web.Request, exchange: Exchange, candidates: Candida
     while True:
         tried.add(name)
         health.claim(name)
-        result = await _attempt(route, name, payload, clients, exchange.request_id)
+        result = await _attempt(route, name, payload, clients, exchange)
         _record(exchange, observer, name, result)
         exchange.model = _model(route.by_name[name].options, payload)
         nxt = candidates.next(tried | skip) if _may_retry(exchange, result) else None
@@ -136,20 +163,60 @@ async def failover(request: web.Request, exchange: Exchange, candidates: Candida
         name = nxt
 
 
+def _unable(exchange: Exchange, route: RouteState) -> frozenset[str]:
+    """Instances that cannot serve this request at all (the loop skips them)."""
+    if exchange.protocol is EMBEDDINGS:
+        if len(route.without_embeddings) == len(route.names):
+            raise BadRequestError(f"route {route.spec.id} has no instance that serves "
+                                  "embeddings")
+        return route.without_embeddings
+    parsed = exchange.parsed
+    if parsed is None or parsed.unsupported is None:
+        return frozenset()
+    native = route.native.get(exchange.protocol.name, frozenset())
+    if not native:
+        raise parsed.unsupported
+    return frozenset(route.names) - native
+
+
 async def _attempt(route: RouteState, name: str, payload: dict[str, Any], clients: HttpClients,
-                   rid: str) -> Result:
+                   exchange: Exchange) -> Result:
     instance = route.by_name[name]
     started = time.monotonic()
+    parsed = exchange.parsed
+    native = parsed.native if parsed is not None and name in route.native.get(
+        exchange.protocol.name, ()) else None
     try:
-        reply = await instance.provider.chat(clients, instance.target,
-                                             {**payload, **instance.options}, rid)
+        if native is not None:
+            reply = await _native(instance, clients, {**native, **instance.options},
+                                  exchange.request_id)
+        elif exchange.protocol is EMBEDDINGS:
+            reply = await _embeddings(instance, clients, {**payload, **instance.options},
+                                      exchange.request_id)
+        else:
+            reply = await instance.provider.chat(
+                clients, instance.target, {**payload, **instance.options}, exchange.request_id)
         # A whole body is read here, inside the attempt: a connection that breaks
         # before the client saw a byte can still fail over. Streams cannot.
         body = None if _is_stream(reply) else await reply.read()
     except UpstreamError as exc:
         return Result(_transport_outcome(exc), time.monotonic() - started, error=exc)
     outcome = "ok" if reply.status < 400 else f"http_{reply.status}"
-    return Result(outcome, time.monotonic() - started, reply, body)
+    return Result(outcome, time.monotonic() - started, reply, body, native=native is not None)
+
+
+async def _native(instance: InstanceSpec, clients: HttpClients, body: dict[str, Any],
+                  rid: str) -> Reply:
+    provider = instance.provider
+    assert isinstance(provider, NativeRelay)  # route.native lists only these
+    return await provider.relay_native(clients, instance.target, body, rid)
+
+
+async def _embeddings(instance: InstanceSpec, clients: HttpClients, body: dict[str, Any],
+                      rid: str) -> Reply:
+    provider, target = instance.provider, instance.embeddings_target
+    assert isinstance(provider, EmbeddingsRelay) and target is not None  # skipped otherwise
+    return await provider.relay_embeddings(clients, target, body, rid)
 
 
 def _model(options: Mapping[str, Any], payload: dict[str, Any]) -> str | None:
@@ -192,6 +259,8 @@ def _may_retry(exchange: Exchange, result: Result) -> bool:
     policy = exchange.route.spec.retry
     if not _failed(exchange, result):
         return False
+    if result.error is not None and result.error.may_have_arrived and not policy.resend:
+        return False  # never send a request twice unless the route asks for failover
     if policy.max_retries is not None and len(exchange.attempts) > policy.max_retries:
         return False
     return policy.within_ms is None or result.seconds * 1000 <= policy.within_ms
@@ -208,12 +277,17 @@ async def _conclude(request: web.Request, exchange: Exchange, result: Result
     if _failed(exchange, result):
         _log_exhausted(exchange)
     if result.reply is not None:
-        return await relay(request, exchange, result.reply, result.body)
+        return await relay(request, exchange, result.reply, result.body, result.native)
     tried = ", ".join(f"{a.instance} {a.describe()}" for a in exchange.attempts)
-    error: UpstreamError = UpstreamError(f"no instance could serve the request; tried: {tried}")
+    # A broken answer (too large, invalid status, corrupt body) says why; refused and
+    # timed-out attempts are described by their outcome already.
+    last = f"; {result.error.message}" if type(result.error) is UpstreamError else ""
+    error: UpstreamError = UpstreamError(
+        f"no instance could serve the request; tried: {tried}{last}")
     if len(exchange.attempts) == 1 and isinstance(result.error, UpstreamTimeoutError):
         error = UpstreamTimeoutError(error.message)
-    return web.Response(body=error.body(), status=error.status, headers=debug_headers(exchange),
+    body = exchange.protocol.error(error.status, error.message, error.type, error.code)
+    return web.Response(body=body, status=error.status, headers=debug_headers(exchange),
                         content_type="application/json")
 
 
@@ -246,52 +320,95 @@ def debug_headers(exchange: Exchange) -> dict[str, str]:
     return headers
 
 
-async def relay(request: web.Request, exchange: Exchange, reply: Reply, body: bytes | None
-                ) -> web.StreamResponse:
-    """Send the chosen answer: ``body`` when it was read already, else the live stream."""
+async def relay(request: web.Request, exchange: Exchange, reply: Reply, body: bytes | None,
+                native: bool = False) -> web.StreamResponse:
+    """Send the chosen answer: ``body`` when it was read already, else the live stream.
+    A `native` answer is in the client's protocol already and goes as it is."""
     headers = debug_headers(exchange)
     if body is None:
-        return await relay_stream(request, exchange, reply, headers)
+        return await relay_stream(request, exchange, reply, headers, native)
     exchange.usage = usage_from_body(body)
+    if exchange.protocol is not CHAT and not native:
+        body = translate(exchange.protocol, reply.status, body)
+        headers["Content-Type"] = "application/json"
+    else:
+        headers["Content-Type"] = reply.content_type or "application/json"
     exchange.response_body = body
-    headers["Content-Type"] = reply.content_type or "application/json"
     return web.Response(body=body, status=reply.status, headers=headers)
 
 
-async def relay_stream(request: web.Request, exchange: Exchange, reply: Reply,
-                       headers: dict[str, str]) -> web.StreamResponse:
-    """Relay SSE bytes as they arrive; never buffer a whole event stream.
+def translate(protocol: ClientProtocol, status: int, body: bytes) -> bytes:
+    """An upstream answer in the client's protocol: the reply, or the error it reports."""
+    if status < 400:
+        try:
+            return protocol.reply(body)
+        except (orjson.JSONDecodeError, TypeError, AttributeError) as exc:
+            raise UpstreamError("upstream answered with a body that is not a chat "
+                                "completion") from exc
+    message, type_, code = upstream_error(body, status)
+    return protocol.error(status, message, type_, code)
 
-    Once the first byte is out nothing can be retried: an upstream failure ends
-    the stream with an error event; a client that leaves closes the upstream.
+
+def upstream_error(body: bytes, status: int) -> tuple[str, str, str | None]:
+    """Message, type and code of an upstream error body, whatever its shape."""
+    try:
+        error = orjson.loads(body).get("error")
+    except (orjson.JSONDecodeError, AttributeError):
+        error = None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        code = error.get("code")
+        return (error["message"], str(error.get("type") or "upstream_error"),
+                code if isinstance(code, str) else None)
+    return f"upstream answered HTTP {status}", "upstream_error", None
+
+
+async def relay_stream(request: web.Request, exchange: Exchange, reply: Reply,
+                       headers: dict[str, str], native: bool = False) -> web.StreamResponse:
+    """Relay SSE events as they arrive; never buffer a whole event stream.
+
+    Once the first byte is out nothing can be retried: an upstream failure (or an
+    event over `max_sse_event_size`, or slower than the timeout) ends the stream
+    with an error event; a client that leaves closes the upstream.
     """
     response = web.StreamResponse(status=200, headers={
         **headers, "Content-Type": SSE, "Cache-Control": "no-cache"})
     try:
         await response.prepare(request)
     except BaseException:  # the client is gone before the first byte: free the upstream
-        reply.release()
+        reply.abort()
         raise
+    assert exchange.route is not None
+    target = exchange.route.by_name[exchange.attempts[-1].instance].target
     usage = StreamUsage()
+    translator = None if native else exchange.protocol.stream(exchange.model)
     try:
-        async for chunk in reply.iter_chunks():
+        async for chunk in sse_events(reply, target.net.max_event, target.net.timeout_s,
+                                      target.label):
             if exchange.ttft is None:
                 exchange.ttft = time.monotonic() - exchange.started
             usage.feed(chunk)
             exchange.usage = usage.usage
-            await response.write(chunk)
+            await response.write(chunk if translator is None else translator.feed(chunk))
+        if translator is not None:
+            await response.write(translator.close())
     except (ConnectionResetError, aiohttp.ClientConnectionResetError):
         log.info("client left mid-stream; closing the upstream request")
-        reply.release()
+        reply.abort()
         return response
     except (UpstreamError, TimeoutError) as exc:
         log.warning("upstream stream broke: %s", type(exc).__name__)
-        event = error_body("upstream stream ended unexpectedly", "upstream_error", "bad_gateway")
-        await _write_quietly(response, b"data: " + event + b"\n\n")
+        await _write_quietly(response, _broken(translator))
     finally:
         reply.release()
     await _write_eof_quietly(response)
     return response
+
+
+def _broken(translator: StreamTranslator | None) -> bytes:
+    message = "upstream stream ended unexpectedly"
+    if translator is not None:
+        return translator.error(message)
+    return b"data: " + error_body(message, "upstream_error", "bad_gateway") + b"\n\n"
 
 
 async def _write_quietly(response: web.StreamResponse, data: bytes) -> None:

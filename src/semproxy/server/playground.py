@@ -23,6 +23,7 @@ import yaml
 from aiohttp import web
 
 from semproxy.config.edit import ConfigEditError, set_thresholds
+from semproxy.config.masking import mask_secrets, mask_text
 from semproxy.errors import (
     BadRequestError,
     EmbeddingError,
@@ -138,7 +139,9 @@ class Playground:
                 name = self.config_path.name
             except (OSError, ConfigEditError):
                 pass  # the file moved on or has a shape we cannot edit: offer the document
-        return {"route": route, "config": {"name": name, "text": text}}
+        # Shown to the browser: every credential masked. A PUT of this route with
+        # the masks in place keeps the stored values.
+        return {"route": mask_secrets(route), "config": {"name": name, "text": mask_text(text)}}
 
     async def recent(self, request: web.Request) -> web.Response:
         return json_response({"entries": list(self.decisions.entries)})

@@ -53,20 +53,29 @@ class ConfigWatcher:
         """Load the source once and apply it if it is a new, valid version."""
         async with self._lock:
             try:
-                config = await self.source.load()
+                await self._reload_once()
             except SourceError as exc:
                 self._source_down(exc)
-                return self.status
             except ConfigError as exc:
                 self._source_up()
                 self._rejected(exc.errors)
-                return self.status
-            self._source_up()
-            self.status.last_error = []
-            if config.version != self.gateway.table.version:
-                await self.gateway.apply(config)
-                self.status.applied += 1
+            except Exception as exc:
+                # Whatever a new version does (a bug in a check, a builder that
+                # raises), the watcher must outlive it and keep the last good
+                # version serving: reject, log, count, like an invalid config.
+                log.exception("config version from %s could not be built",
+                              self.source.description)
+                self._rejected([f"<root>: the config could not be built "
+                                f"({type(exc).__name__})"])
             return self.status
+
+    async def _reload_once(self) -> None:
+        config = await self.source.load()
+        self._source_up()
+        self.status.last_error = []
+        if config.fingerprint != self.gateway.config.fingerprint:
+            await self.gateway.apply(config)
+            self.status.applied += 1
 
     def _rejected(self, errors: list[str]) -> None:
         self.status.failed += 1

@@ -26,6 +26,7 @@ from semproxy.health.active import ActiveChecker
 from semproxy.health.state import HealthState
 from semproxy.observability.logging import log_line
 from semproxy.observability.observer import RequestObserver
+from semproxy.providers.base import NativeRelay
 from semproxy.providers.http import HttpClients
 from semproxy.server.hashkey import hash_key
 
@@ -136,6 +137,20 @@ class RouteState:
         """Instance names in config order (read twice per request: built once)."""
         return tuple(i.name for i in self.spec.instances)
 
+    @cached_property
+    def without_embeddings(self) -> frozenset[str]:
+        """Instances that cannot answer an embeddings request (skipped for one)."""
+        return frozenset(i.name for i in self.spec.instances if i.embeddings_target is None)
+
+    @cached_property
+    def native(self) -> dict[str, frozenset[str]]:
+        """Client protocol name -> instances that speak it natively."""
+        found: dict[str, set[str]] = {}
+        for i in self.spec.instances:
+            if isinstance(i.provider, NativeRelay):
+                found.setdefault(i.provider.native_protocol, set()).add(i.name)
+        return {k: frozenset(v) for k, v in found.items()}
+
     def candidates(self, request: web.Request, decision: Decision | None,
                    consumer: str | None = None) -> Candidates:
         spec = self.spec
@@ -189,11 +204,15 @@ class RouteTable:
                                 key=lambda r: -len(r.spec.uri))
         self.by_id = {r.spec.id: r for r in self.routes}
 
-    def match(self, path: str, method: str) -> RouteState:
+    def find(self, path: str) -> RouteState:
         route = self._exact.get(path) or next(
             (r for r in self._prefixes if path.startswith(r.spec.uri)), None)
         if route is None:
             raise NotFoundError(f"no route for {path}")
+        return route
+
+    def match(self, path: str, method: str) -> RouteState:
+        route = self.find(path)
         if method not in route.spec.methods:
             raise MethodNotAllowedError(f"method {method} not allowed on {path}")
         return route

@@ -29,7 +29,8 @@ from semproxy.observability.decisions import DecisionLog
 from semproxy.observability.fanout import FanoutObserver
 from semproxy.observability.metrics import Metrics, use_multiprocess_dir
 from semproxy.server.admin import AdminAPI, check_admin_settings
-from semproxy.server.app import Gateway, build_app
+from semproxy.server.app import Gateway, build_app, stamp_headers
+from semproxy.server.listener import CappedTCPSite, default_max_connections, raise_open_file_limit
 from semproxy.server.playground import Playground
 from semproxy.server.reload import ConfigWatcher
 
@@ -72,23 +73,28 @@ def split_listen(listen: str) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
-async def _listen(app: web.Application, listen: str, reuse_port: bool, grace: float
-                  ) -> tuple[web.AppRunner, int]:
+async def _listen(app: web.Application, listen: str, reuse_port: bool, grace: float,
+                  max_connections: int) -> tuple[web.AppRunner, int]:
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=grace)
     await runner.setup()
     host, port = split_listen(listen)
-    site = web.TCPSite(runner, host, port, reuse_port=reuse_port, backlog=1024)
+    site = CappedTCPSite(runner, host, port, max_connections=max_connections,
+                         reuse_port=reuse_port, backlog=1024)
     await site.start()
     return runner, int(runner.addresses[0][1])
 
 
 async def start(config: GatewayConfig, listen: str | None = None, reuse_port: bool = False,
-                source: ConfigSource | None = None) -> RunningGateway:
+                source: ConfigSource | None = None, max_connections: int | None = None
+                ) -> RunningGateway:
     """Start one worker on a real socket (port 0 picks a free one) and return it.
 
     With a `source`, the worker watches it for new versions and serves the admin
-    API when the config has an `admin` section.
+    API when the config has an `admin` section. `max_connections` caps client
+    connections per listener (default: from the open-file limit).
     """
+    if max_connections is None:
+        max_connections = default_max_connections(raise_open_file_limit())
     metrics = Metrics()
     decisions = DecisionLog()
     gateway = Gateway(config, FanoutObserver(metrics, decisions))
@@ -96,17 +102,17 @@ async def start(config: GatewayConfig, listen: str | None = None, reuse_port: bo
     watcher = None if source is None else ConfigWatcher(source, gateway, metrics)
     app = build_app(gateway, None if watcher is None else lambda: watcher.status.source_ok)
     runner, port = await _listen(app, listen or config.listen, reuse_port,
-                                 config.shutdown_grace_s)
+                                 config.shutdown_grace_s, max_connections)
     running = RunningGateway(gateway, runner, split_listen(listen or config.listen)[0], port,
                              watcher)
     if watcher is not None and source is not None:
         watcher.start()
-        await _start_admin(running, metrics, decisions, source, reuse_port)
+        await _start_admin(running, metrics, decisions, source, reuse_port, max_connections)
     return running
 
 
 async def _start_admin(running: RunningGateway, metrics: Metrics, decisions: DecisionLog,
-                       source: ConfigSource, reuse_port: bool) -> None:
+                       source: ConfigSource, reuse_port: bool, max_connections: int) -> None:
     config = running.gateway.config
     if config.admin is None:
         return
@@ -122,11 +128,12 @@ async def _start_admin(running: RunningGateway, metrics: Metrics, decisions: Dec
 
     api = AdminAPI(running.gateway, running.watcher, source, render)
     app = api.app()
+    app.on_response_prepare.append(stamp_headers)
     config_path = source.path if isinstance(source, FileSource) else None
     Playground(running.gateway, decisions, config_path).mount(app)
     running.admin_host = split_listen(config.admin.listen)[0]
     running.admin_runner, running.admin_port = await _listen(
-        app, config.admin.listen, reuse_port, 1.0)
+        app, config.admin.listen, reuse_port, 1.0, max_connections)
 
 
 async def load_initial(source: ConfigSource, retry_s: float = 1.0) -> GatewayConfig:
@@ -140,10 +147,15 @@ async def load_initial(source: ConfigSource, retry_s: float = 1.0) -> GatewayCon
 
 
 async def serve_forever(make_source: SourceFactory, listen: str | None,
-                        reuse_port: bool) -> None:
+                        reuse_port: bool, max_connections: int | None = None) -> None:
     source = make_source()
     config = await load_initial(source)
-    running = await start(config, listen, reuse_port, source)
+    open_files = raise_open_file_limit()
+    if max_connections is None:
+        max_connections = default_max_connections(open_files)
+    log.info("open-file limit %d; at most %d client connections per listener",
+             open_files, max_connections)
+    running = await start(config, listen, reuse_port, source, max_connections)
     # Everything built so far (config, model, route tables) lives for the whole
     # process: moving it out of the collector's reach keeps each young-generation
     # collection on the request path from rescanning it.
@@ -171,14 +183,15 @@ async def serve_forever(make_source: SourceFactory, listen: str | None,
     await running.close()
 
 
-def run_worker(make_source: SourceFactory, listen: str | None, reuse_port: bool) -> None:
+def run_worker(make_source: SourceFactory, listen: str | None, reuse_port: bool,
+               max_connections: int | None = None) -> None:
     try:
         import uvloop
         uvloop.install()
     except ImportError:  # uvloop is optional on platforms without it
         pass
     try:
-        asyncio.run(serve_forever(make_source, listen, reuse_port))
+        asyncio.run(serve_forever(make_source, listen, reuse_port, max_connections))
     finally:
         # Forked workers leave through os._exit, which skips logging's atexit
         # flush: write out what is still buffered.
@@ -186,11 +199,11 @@ def run_worker(make_source: SourceFactory, listen: str | None, reuse_port: bool)
 
 
 def run(make_source: SourceFactory, listen: str | None = None, workers: int = 1,
-        default_listen: str = "127.0.0.1:9080") -> int:
+        max_connections: int | None = None) -> int:
     if workers <= 1:
-        run_worker(make_source, listen, reuse_port=False)
+        run_worker(make_source, listen, False, max_connections)
         return 0
-    host, port = split_listen(listen or default_listen)
+    host, port = split_listen(listen or _configured_listen(make_source))
     if port == 0:
         port = _free_port(host)
     # Workers write their metrics to a shared directory so any one can answer a scrape.
@@ -201,15 +214,27 @@ def run(make_source: SourceFactory, listen: str | None = None, workers: int = 1,
     assert metrics_dir is not None
     use_multiprocess_dir(metrics_dir)
     try:
-        return _run_workers(make_source, f"{host}:{port}", workers)
+        return _run_workers(make_source, f"{host}:{port}", workers, max_connections)
     finally:
         if own_dir and metrics_dir:
             shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
-def _run_workers(make_source: SourceFactory, address: str, workers: int) -> int:
+def _configured_listen(make_source: SourceFactory) -> str:
+    """The config's `listen`, read once in the parent: every worker binds the same port."""
+    async def first() -> str:
+        source = make_source()
+        try:
+            return (await load_initial(source)).listen
+        finally:
+            await source.aclose()
+    return asyncio.run(first())
+
+
+def _run_workers(make_source: SourceFactory, address: str, workers: int,
+                 max_connections: int | None) -> int:
     ctx = multiprocessing.get_context("fork")
-    procs = [ctx.Process(target=run_worker, args=(make_source, address, True))
+    procs = [ctx.Process(target=run_worker, args=(make_source, address, True, max_connections))
              for _ in range(workers)]
     for proc in procs:
         proc.start()

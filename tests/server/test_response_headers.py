@@ -1,0 +1,92 @@
+"""What every answer says about itself: `Server: semproxy` (no versions), nosniff,
+and `100 Continue` only for a body the route would accept."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import orjson
+import pytest
+from tests.conftest import GatewayFactory, chat, instance, route_config
+from tests.reliability.rawhttp import chat_head
+
+from semproxy.server.run import RunningGateway
+
+from .playground_env import ADMIN_KEY, start_playground
+
+CHAT = "/v1/chat/completions"
+LIMIT = 4096
+
+
+@pytest.fixture
+async def gw(gateway: GatewayFactory) -> RunningGateway:
+    return await gateway(route_config([instance("echo")], max_req_body_size=LIMIT))
+
+
+@pytest.fixture
+async def admin_gw(tmp_path: Path) -> AsyncIterator[RunningGateway]:
+    running = await start_playground(tmp_path)
+    yield running
+    await running.close()
+
+
+def assert_stamped(headers: dict[str, str] | aiohttp.typedefs.LooseHeaders) -> None:
+    h = {k.lower(): v for k, v in dict(headers).items()}
+    assert h["server"] == "semproxy"
+    assert h["x-content-type-options"] == "nosniff"
+
+
+async def test_public_answers_name_semproxy_without_versions_and_forbid_sniffing(
+    gw: RunningGateway,
+) -> None:
+    async with aiohttp.ClientSession() as http:
+        for method, path, body in [("GET", "/healthz", None), ("POST", CHAT, chat("hi")),
+                                   ("POST", "/nope", chat("hi")), ("POST", CHAT, {"x": 1})]:
+            async with http.request(method, gw.url + path, json=body) as resp:
+                assert_stamped(resp.headers)
+                assert "aiohttp" not in resp.headers["Server"].lower()
+
+
+async def test_admin_and_playground_answers_are_stamped_too(admin_gw: RunningGateway) -> None:
+    assert admin_gw.admin_url is not None
+    async with aiohttp.ClientSession() as http:
+        for path in ("/admin/config", "/ui/", "/admin/nope"):
+            async with http.get(admin_gw.admin_url + path,
+                                headers={"X-API-KEY": ADMIN_KEY}) as resp:
+                assert_stamped(resp.headers)
+
+
+async def interim(url: str, head: bytes) -> bytes:
+    """The first status line the gateway sends after a head with `Expect: 100-continue`."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        writer.write(head + b"\r\n\r\n")
+        await writer.drain()
+        async with asyncio.timeout(5):
+            return await reader.readline()
+    finally:
+        writer.close()
+        await writer.wait_closed()
+
+
+async def test_an_oversized_declared_body_gets_413_instead_of_100_continue(
+    gw: RunningGateway,
+) -> None:
+    big = b"x" * (LIMIT + 1)
+    line = await interim(gw.url, chat_head(CHAT, big, b"Expect: 100-continue"))
+    assert line.startswith(b"HTTP/1.1 413"), line
+
+
+async def test_an_unknown_path_gets_no_100_continue(gw: RunningGateway) -> None:
+    line = await interim(gw.url, chat_head("/nope", b"{}", b"Expect: 100-continue"))
+    assert line.startswith(b"HTTP/1.1 404"), line
+
+
+async def test_an_acceptable_body_gets_100_continue_then_its_answer(gw: RunningGateway) -> None:
+    body = orjson.dumps(chat("hi"))
+    line = await interim(gw.url, chat_head(CHAT, body, b"Expect: 100-continue"))
+    assert line.startswith(b"HTTP/1.1 100"), line
