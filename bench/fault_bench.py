@@ -618,9 +618,9 @@ def main() -> None:
     why_not = gateway_importable()
     if why_not:
         raise SystemExit(f"gateway not runnable: {why_not}")
-    entry = os.environ.get("BENCH_ENTRY", f"{PY} bench/fault_bench.py")
-    command = (f"PYTHON={shlex.quote(PY)} SEMPROXY_SRC={shlex.quote(str(SRC))} "
-               f"{entry} {' '.join(shlex.quote(a) for a in sys.argv[1:])}").strip()
+    # No PYTHON / SEMPROXY_SRC: the report names no paths of the machine that ran it.
+    entry = os.environ.get("BENCH_ENTRY", "python bench/fault_bench.py")
+    command = f"{entry} {' '.join(shlex.quote(a) for a in sys.argv[1:])}".strip()
     started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     workdir = HERE / "out" / f"fault-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
     workdir.mkdir(parents=True)

@@ -1,6 +1,6 @@
 """Micro-benchmark of one semantic routing decision, without any HTTP.
 
-A decision = the gateway's own `SemanticSelector.decide` on a prompt it has not
+A decision = the gateway's own `SemanticRouter.route` on a prompt it has not
 seen (embed in process + normalise + score every instance + rank/pick), on a
 route built from config by the gateway's loader. Reported in microseconds per
 decision, p50 and p99, for several route sizes; the embed step is also timed on
@@ -32,9 +32,10 @@ from semproxy.config.loader import load_data
 from semproxy.embeddings.factory import EmbedderPool
 from semproxy.embeddings.local import LocalEmbedder
 from semproxy.providers.http import HttpClients
+from semproxy.semantic.query import RoutingInput
 from semproxy.server.routes import RouteTable
 
-EMBEDDER = "semproxy's in-process model (wordllama) through the gateway's SemanticSelector"
+EMBEDDER = "semproxy's in-process model (wordllama) through the gateway's SemanticRouter"
 logging.disable(logging.WARNING)  # the fallback warning per prompt is not what is timed here
 
 WORDS = (
@@ -74,18 +75,18 @@ def pcts(samples_ns: list[int]) -> tuple[float, float]:
 
 
 async def bench(n_inst: int, n_ex: int, iters: int, aggregation: str) -> dict:
-    """Time the gateway's own selector (the code a request runs), not a re-creation."""
+    """Time the gateway's own router (the code a request runs), not a re-creation."""
     rng = random.Random(n_inst * 1000 + n_ex)
     examples = [phrases(rng, n_ex, f"i{k}x") for k in range(n_inst)]
     table = RouteTable(load_data(route_config(examples, aggregation), env={}),
                        EmbedderPool(HttpClients()))
     await table.warm()
-    selector = table.by_id["bench"].semantic
-    assert selector is not None
+    router = table.by_id["bench"].semantic
+    assert router is not None
     embedder = LocalEmbedder()
     prompts = phrases(rng, iters + 64, "p")
     for p in prompts[:64]:  # warm-up
-        await selector.decide(p)
+        await router.route(RoutingInput(p))
         await embedder.embed((p,))
     t_embed, t_total = [], []
     clock = time.perf_counter_ns
@@ -93,7 +94,7 @@ async def bench(n_inst: int, n_ex: int, iters: int, aggregation: str) -> dict:
         t0 = clock()
         await embedder.embed((text,))
         t1 = clock()
-        await selector.decide(text)
+        await router.route(RoutingInput(text))
         t2 = clock()
         t_embed.append(t1 - t0)
         t_total.append(t2 - t1)

@@ -475,6 +475,27 @@ def median(vals: list[float]) -> float:
     return statistics.median(vals) if vals else float("nan")
 
 
+def portable_command(entry: str, args: list[str]) -> str:
+    """The command as anyone would type it in a checkout: no interpreter or checkout
+    paths of the machine that ran it (PYTHON and SEMPROXY_SRC stay out)."""
+    return f"{entry} {' '.join(shlex.quote(a) for a in args)}".strip()
+
+
+def source_revision(src: Path, width: int = 72) -> str:
+    """`<short id> <subject>`, the subject cut to `width` characters."""
+    out = subprocess.run(["git", "-C", str(src), "log", "-1", "--format=%h %s"],
+                         capture_output=True, text=True).stdout.strip() or "?"
+    return out if len(out) <= width else out[:width - 3].rstrip() + "..."
+
+
+def source_place(src: Path) -> str:
+    """Where the measured source was, relative to this checkout, never a machine path."""
+    try:
+        return f"{src.relative_to(HERE.parent)}/"
+    except ValueError:
+        return "SEMPROXY_SRC (another checkout)"
+
+
 def machine() -> list[str]:
     cpu = "?"
     for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -488,14 +509,13 @@ def machine() -> list[str]:
     ngx = subprocess.run(["nginx", "-v"], capture_output=True, text=True).stderr.strip()
     wrkv = subprocess.run(["wrk", "--version"], capture_output=True, text=True)
     wrkv = (wrkv.stdout or wrkv.stderr).splitlines()[0].split(" Copyright")[0]
-    gw_rev = subprocess.run(["git", "-C", str(SRC), "log", "-1", "--format=%h %s"],
-                            capture_output=True, text=True).stdout.strip() or "?"
+    gw_rev = source_revision(SRC)
     return [
         f"- CPU: {cpu}, {os.cpu_count()} logical CPUs; RAM {int(mem) // 1024} MiB",
         f"- Kernel: {platform.system()} {platform.release()}",
-        f"- Python: {pyver} ({PY})",
+        f"- Python: {pyver}",
         f"- {ngx}; {wrkv}",
-        f"- Gateway source: {SRC} at `{gw_rev}`",
+        f"- Gateway source: {source_place(SRC)} at `{gw_rev}`",
     ]
 
 
@@ -515,9 +535,7 @@ def main() -> None:
     warm = 1 if args.quick else 3
     n_streams = args.streams or (2 if args.quick else 5)
     started_at = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    entry = os.environ.get("BENCH_ENTRY", f"{PY} bench/run.py")
-    command = (f"PYTHON={shlex.quote(PY)} SEMPROXY_SRC={shlex.quote(str(SRC))} "
-               f"{entry} {' '.join(shlex.quote(a) for a in sys.argv[1:])}").strip()
+    command = portable_command(os.environ.get("BENCH_ENTRY", "python bench/run.py"), sys.argv[1:])
 
     ensure_tools()
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")

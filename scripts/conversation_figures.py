@@ -24,14 +24,14 @@ from semproxy.quality.conversations import (
     render_rates,
     route_conversations,
 )
-from semproxy.server.routes import open_selector
+from semproxy.semantic.router import router_for
 
 DATA = Path(__file__).resolve().parents[1] / "tests/quality/data/conversations/test.jsonl"
 
 
 async def main(args: argparse.Namespace) -> None:
     convs = load_conversations(args.data)
-    async with open_selector(load_file(args.config), args.route) as selector:
+    async with router_for(load_file(args.config), args.route) as selector:
         results = await route_conversations(selector, convs)
     print(f"{args.data}: {len(convs)} conversations, route {args.route}")
     print(render_rates(rates(results)))

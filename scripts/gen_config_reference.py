@@ -81,6 +81,13 @@ the environment when the config is loaded, and a missing variable without a
 default is an error naming the field. Paths below write `[]` for "every item of
 this list". Durations named `timeout` in plugin and embeddings sections are in
 milliseconds; the health-check, `shutdown_grace` and `client_*` durations are in seconds.
+
+Credentials (`auth.header` and `auth.query` values, `checks.active.req_headers`,
+`admin.key`, consumer keys) also take APISIX secret references: `$env://NAME`, or
+`$env://NAME/key` for the string `key` of a JSON object held in `NAME`.
+`$secret://` (a secret manager) and a shell-style `$NAME` are refused, naming the
+field. Header values may not contain CR, LF or NUL, whatever variable they come from.
+A YAML file whose aliases expand to more than 100,000 values is refused.
 """,
     "zh": """# 配置参考
 
@@ -97,6 +104,12 @@ JSON，字段名和取值范围与 APISIX `ai-proxy-multi` 插件一致。校验
 没有默认值且未设置的变量会报错并指出所在字段。下文路径中的 `[]` 表示“该列表的每
 一项”。插件和 embeddings 中名为 `timeout` 的时长单位是毫秒；健康检查和
 `shutdown_grace`、`client_*` 的时长单位是秒。
+
+凭据（`auth.header` 和 `auth.query` 的值、`checks.active.req_headers`、`admin.key`、
+consumer 的 key）还接受 APISIX 的密钥引用：`$env://NAME`，或 `$env://NAME/key`
+（取变量 `NAME` 中 JSON 对象的字符串字段 `key`）。`$secret://`（密钥管理服务）和
+shell 风格的 `$NAME` 会被拒绝并给出字段路径。请求头的值不能包含 CR、LF 或 NUL，
+无论它来自哪个变量。别名（alias）展开后超过 100,000 个值的 YAML 文件会被拒绝。
 """,
 }
 
@@ -114,7 +127,8 @@ CHECKS: dict[Lang, list[str]] = {
         "not both) and at least one instance with `examples`.",
         "At most one instance has `catchall: true`; the catchall has no `examples`; "
         "`semantic_opts.fallback` must name an instance and cannot be combined with "
-        "`catchall`. Without either, the first instance is the catchall.",
+        "`catchall`. Without either, the first instance is the catchall and `validate` "
+        "warns.",
         "`semantic_opts` is only valid with `balancer.algorithm: semantic`. Examples on a "
         "route that does not balance semantically are ignored, with a warning.",
         "The embeddings `provider` is `local` or a provider with an embeddings API "
@@ -130,7 +144,7 @@ CHECKS: dict[Lang, list[str]] = {
         "二者只能给一个），并且至少一个实例带有 `examples`。",
         "最多一个实例设置 `catchall: true`；兜底实例不能有 `examples`；"
         "`semantic_opts.fallback` 必须是已有实例名，且不能与 `catchall` 同时使用。"
-        "两者都没有时，第一个实例就是兜底实例。",
+        "两者都没有时，第一个实例就是兜底实例，`validate` 会给出警告。",
         "`semantic_opts` 只能与 `balancer.algorithm: semantic` 一起使用。非语义均衡的路由上"
         "的 examples 会被忽略，并给出警告。",
         "embeddings 的 `provider` 为 `local`，或是带有 embeddings 接口的提供方"
@@ -161,6 +175,9 @@ SECTIONS: dict[str, tuple[str, str]] = {
              "发往上游的凭据：附加的请求头和查询参数。管理 API 返回时会遮盖其值。"),
     "Override": ("Where the upstream lives, when it is not the provider's public URL.",
                  "上游地址，用于替换提供方的公共 URL。"),
+    "Tls": ("PEM files for TLS to one upstream; verification stays on unless `ssl_verify` "
+            "is false.", "连接某个上游所用的 TLS PEM 文件；除非 `ssl_verify` 为 false，"
+            "否则始终校验证书。"),
     "Checks": ("Health checks of one instance.", "单个实例的健康检查。"),
     "ActiveChecks": ("Background probes, with APISIX `checks.active` semantics. Only "
                      "scheme, host and port of the instance URL are probed.",
@@ -195,8 +212,10 @@ SECTIONS: dict[str, tuple[str, str]] = {
 
 NOTES: dict[str, tuple[str, str]] = {
     # Root
-    "Root.listen": ("HOST:PORT of the public listener; `serve --listen` overrides it.",
-                    "公共监听地址 HOST:PORT；`serve --listen` 可覆盖。"),
+    "Root.listen": ("HOST:PORT of the public listener (port 1-65535; 0 picks a free "
+                    "one); `serve --listen` overrides it.",
+                    "公共监听地址 HOST:PORT（端口 1-65535；0 表示任选空闲端口）；"
+                    "`serve --listen` 可覆盖。"),
     "Root.admin": ("The admin listener; absent means none.", "管理监听器；不写则不启动。"),
     "Root.routes": ("The routes, matched exact URI first, then the longest prefix (`/v1/*`).",
                     "路由列表。先精确匹配 URI，再匹配最长前缀（`/v1/*`）。"),
@@ -213,7 +232,8 @@ NOTES: dict[str, tuple[str, str]] = {
                                       "客户端连接空闲（首个请求之前或两次请求之间）多少秒后"
                                       "被关闭。启动时读取，重载不会改变它。"),
     # Admin
-    "Admin.listen": ("HOST:PORT of the admin listener.", "管理监听地址 HOST:PORT。"),
+    "Admin.listen": ("HOST:PORT of the admin listener (port 1-65535; 0 picks a free one).",
+                     "管理监听地址 HOST:PORT（端口 1-65535；0 表示任选空闲端口）。"),
     "Admin.key": ("Value clients must send in `X-API-KEY`. Required unless the next field "
                   "allows a keyless loopback listener.",
                   "客户端必须在 `X-API-KEY` 中发送的值。除非下一项允许无 key 的回环监听，"
@@ -227,6 +247,15 @@ NOTES: dict[str, tuple[str, str]] = {
     "Route.uri": ("Exact path, or a prefix ending in `*`.", "精确路径，或以 `*` 结尾的前缀。"),
     "Route.methods": ("Accepted methods; others get 405.", "允许的方法；其他方法返回 405。"),
     "Route.plugins": ("The plugin that serves the route.", "处理该路由的插件。"),
+    "Route.status": ("APISIX route status: `0` disables the route (404), still validated.",
+                     "APISIX 路由状态：`0` 禁用该路由（返回 404），但仍会校验。"),
+    "Route.name": ("APISIX metadata, kept and not used.", "APISIX 元数据，保留但不使用。"),
+    "Route.desc": ("APISIX metadata, kept and not used.", "APISIX 元数据，保留但不使用。"),
+    "Route.labels": ("APISIX metadata, kept and not used.", "APISIX 元数据，保留但不使用。"),
+    "Route.create_time": ("APISIX metadata (Unix seconds), kept and not used.",
+                          "APISIX 元数据（Unix 秒），保留但不使用。"),
+    "Route.update_time": ("APISIX metadata (Unix seconds), kept and not used.",
+                          "APISIX 元数据（Unix 秒），保留但不使用。"),
     # Plugins
     "Plugins.ai_proxy_multi": ("Several instances with a balancer.", "多实例加均衡器。"),
     "Plugins.ai_proxy": ("One instance.", "单个实例。"),
@@ -259,14 +288,37 @@ NOTES: dict[str, tuple[str, str]] = {
                                                 "took at most this many ms.",
                                                 "只有失败的那次尝试耗时不超过该毫秒数时"
                                                 "才切换。"),
-    "AIProxyMulti.timeout": ("Upstream timeout in ms (connect, headers and body).",
-                             "上游超时（毫秒），包括连接、响应头和响应体。"),
+    "AIProxyMulti.timeout": ("Upstream timeout in ms for each wait: connect, each read, "
+                             "each SSE event.",
+                             "上游每次等待的超时（毫秒）：连接、每次读取、每个 SSE 事件。"),
     "AIProxyMulti.keepalive": ("Reuse upstream connections.", "复用上游连接。"),
     "AIProxyMulti.keepalive_timeout": ("Idle time in ms before a pooled connection closes.",
                                        "连接池中空闲连接关闭前的时间（毫秒）。"),
     "AIProxyMulti.keepalive_pool": ("Accepted for APISIX compatibility; not used yet.",
                                     "为兼容 APISIX 而接受；目前未使用。"),
     "AIProxyMulti.ssl_verify": ("Verify upstream TLS certificates.", "校验上游 TLS 证书。"),
+    "AIProxyMulti.attempt_timeout": ("Deadline in ms for one whole non-streamed upstream attempt "
+                                  "(headers and body); unset: `timeout`. A stream gets it for "
+                                  "its headers, then `timeout` per event.",
+                                  "一次非流式上游尝试（响应头加响应体）的总时限（毫秒）；不设则"
+                                  "等于 `timeout`。流式响应的响应头受它约束，之后每个事件受 "
+                                  "`timeout` 约束。"),
+    "AIProxyMulti.max_resp_body_size": ("Largest non-streamed upstream body in bytes, after "
+                                     "gzip/deflate decoding; larger: 502, connection dropped.",
+                                     "非流式上游响应体上限（字节，按 gzip/deflate 解码后计）；"
+                                     "超过返回 502 并断开该连接。"),
+    "AIProxyMulti.max_sse_event_size": ("Largest single SSE event in bytes; a larger one ends "
+                                     "the stream with an error event.",
+                                     "单个 SSE 事件上限（字节）；超过则以错误事件结束该流。"),
+    "AIProxyMulti.max_connections_per_origin": ("Open connections per upstream origin; further "
+                                             "requests wait in a queue.",
+                                             "每个上游源站的最大连接数；更多请求排队等待。"),
+    "AIProxyMulti.proxy": ("HTTP proxy URL for upstream calls (`http://user:pw@host:port`); `\"\"` "
+                        "means none. Unset: `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY`, read at "
+                        "config load. https upstreams go through CONNECT.",
+                        "上游调用使用的 HTTP 代理 URL（`http://user:pw@host:port`）；`\"\"` "
+                        "表示不用代理。不设则在加载配置时读取 `HTTPS_PROXY`/`HTTP_PROXY`/"
+                        "`NO_PROXY`。https 上游经 CONNECT 隧道。"),
     "AIProxyMulti.max_req_body_size": ("Largest request body in bytes; larger gets 413.",
                                        "请求体上限（字节）；超过返回 413。"),
     "AIProxyMulti.logging": ("Access-log options.", "访问日志选项。"),
@@ -292,6 +344,10 @@ NOTES: dict[str, tuple[str, str]] = {
     "Instance.auth": ("Credentials for the upstream.", "上游凭据。"),
     "Instance.options": ("Keys written over the request body (`model` included).",
                          "覆盖请求体的键（包括 `model`）。"),
+    "Instance.proxy": ("This instance's proxy; overrides the route's `proxy`.",
+                       "该实例的代理；覆盖路由的 `proxy`。"),
+    "Instance.tls": ("PEM files for TLS to this instance (CA bundle, client certificate).",
+                     "连接该实例所用的 TLS PEM 文件（CA 证书包、客户端证书）。"),
     "Instance.override": ("Upstream URL override.", "上游 URL 覆盖。"),
     "Instance.checks": ("Active and passive health checks.", "主动与被动健康检查。"),
     "Instance.examples": ("Phrases this instance should serve (semantic routing).",
@@ -304,12 +360,24 @@ NOTES: dict[str, tuple[str, str]] = {
                            "算作匹配的最低分；覆盖均衡器的阈值。"),
     "Instance.catchall": ("Serves prompts that match no instance.",
                           "处理没有匹配任何实例的提示词。"),
+    # Tls
+    "Tls.ca_file": ("CA bundle that signs the upstream's certificate (instead of the "
+                    "system store).", "签发上游证书的 CA 证书包（代替系统证书库）。"),
+    "Tls.cert_file": ("Client certificate for mTLS upstreams.",
+                      "mTLS 上游所需的客户端证书。"),
+    "Tls.key_file": ("Key of the client certificate (when not in `cert_file`).",
+                     "客户端证书的私钥（不在 `cert_file` 中时）。"),
     # Auth
     "Auth.header": ("Headers added to upstream requests.", "附加到上游请求的请求头。"),
     "Auth.query": ("Query parameters added to the upstream URL.", "附加到上游 URL 的查询参数。"),
     # Override
-    "Override.endpoint": ("Base or full URL of the upstream (http or https).",
-                          "上游的基础 URL 或完整 URL（http 或 https）。"),
+    "Override.endpoint": ("URL of the upstream (http or https): a bare host gets the "
+                          "provider's API path; a base URL ending in its start (`.../v1`) "
+                          "gets the rest (`/chat/completions`); any other path is used "
+                          "as given.",
+                          "上游 URL（http 或 https）：只有主机时补上提供方的 API 路径；"
+                          "以该路径开头部分结尾的 base URL（`.../v1`）补上其余部分"
+                          "（`/chat/completions`）；其他路径原样使用。"),
     # Checks
     "Checks.active": ("Background probes.", "后台探测。"),
     "Checks.passive": ("Failures of real requests.", "真实请求的失败统计。"),
@@ -397,6 +465,10 @@ NOTES: dict[str, tuple[str, str]] = {
     "Embeddings.timeout": ("Embedding call timeout in ms.", "embedding 调用超时（毫秒）。"),
     "Embeddings.ssl_verify": ("Verify TLS of the embeddings endpoint.",
                               "校验 embeddings 接口的 TLS 证书。"),
+    "Embeddings.proxy": ("Proxy for the embeddings endpoint, as the route's `proxy`.",
+                         "embeddings 接口的代理，含义同路由的 `proxy`。"),
+    "Embeddings.tls": ("PEM files for TLS to the embeddings endpoint.",
+                       "连接 embeddings 接口所用的 TLS PEM 文件。"),
     "Embeddings.cache_size": ("Prompt vectors kept in the LRU cache; 0 disables it.",
                               "LRU 缓存保存的提示词向量数；0 表示关闭。"),
     "Embeddings.breaker_failures": ("Consecutive failures that open the breaker.",
@@ -430,6 +502,28 @@ NOTES: dict[str, tuple[str, str]] = {
     "AIProxy.keepalive_pool": ("Accepted for APISIX compatibility; not used yet.",
                                "为兼容 APISIX 而接受；目前未使用。"),
     "AIProxy.ssl_verify": ("Verify upstream TLS certificates.", "校验上游 TLS 证书。"),
+    "AIProxy.attempt_timeout": ("Deadline in ms for one whole non-streamed upstream attempt "
+                                  "(headers and body); unset: `timeout`. A stream gets it for "
+                                  "its headers, then `timeout` per event.",
+                                  "一次非流式上游尝试（响应头加响应体）的总时限（毫秒）；不设则"
+                                  "等于 `timeout`。流式响应的响应头受它约束，之后每个事件受 "
+                                  "`timeout` 约束。"),
+    "AIProxy.max_resp_body_size": ("Largest non-streamed upstream body in bytes, after "
+                                     "gzip/deflate decoding; larger: 502, connection dropped.",
+                                     "非流式上游响应体上限（字节，按 gzip/deflate 解码后计）；"
+                                     "超过返回 502 并断开该连接。"),
+    "AIProxy.max_sse_event_size": ("Largest single SSE event in bytes; a larger one ends "
+                                     "the stream with an error event.",
+                                     "单个 SSE 事件上限（字节）；超过则以错误事件结束该流。"),
+    "AIProxy.max_connections_per_origin": ("Open connections per upstream origin; further "
+                                             "requests wait in a queue.",
+                                             "每个上游源站的最大连接数；更多请求排队等待。"),
+    "AIProxy.proxy": ("HTTP proxy URL for upstream calls (`http://user:pw@host:port`); `\"\"` "
+                        "means none. Unset: `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY`, read at "
+                        "config load. https upstreams go through CONNECT.",
+                        "上游调用使用的 HTTP 代理 URL（`http://user:pw@host:port`）；`\"\"` "
+                        "表示不用代理。不设则在加载配置时读取 `HTTPS_PROXY`/`HTTP_PROXY`/"
+                        "`NO_PROXY`。https 上游经 CONNECT 隧道。"),
     "AIProxy.max_req_body_size": ("Largest request body in bytes.", "请求体上限（字节）。"),
     "AIProxy.logging": ("Access-log options.", "访问日志选项。"),
     "AIProxy.debug_headers": ("Send `X-AI-Instance`.", "发送 `X-AI-Instance`。"),

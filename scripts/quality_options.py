@@ -22,9 +22,10 @@ import orjson
 from semproxy.config.loader import load_data
 from semproxy.quality import calibrate as cal
 from semproxy.quality.clinc150 import labelled_lines, route_config
-from semproxy.quality.evaluate import evaluate, open_selector
+from semproxy.quality.evaluate import evaluate
 from semproxy.quality.labelled import parse_lines
 from semproxy.quality.metrics import Confusion
+from semproxy.semantic.router import router_for
 
 VARIANTS: list[tuple[str, dict[str, Any]]] = [
     ("max", {"aggregation": "max"}),
@@ -61,18 +62,18 @@ def config_for(dataset: dict[str, Any], k: int, options: dict[str, Any]) -> dict
 async def measure(dataset: dict[str, Any], k: int, options: dict[str, Any]) -> list[str]:
     items = parse_lines([x.decode() for x in labelled_lines(dataset)])
     config = load_data(config_for(dataset, k, dict(options)), {})
-    async with open_selector(config, "clinc150") as selector:
-        ev = await evaluate(selector, items)
+    async with router_for(config, "clinc150") as router:
+        ev = await evaluate(router, items)
         labels = [*ev.names, ev.catchall]
         index = {n: i for i, n in enumerate(labels)}
         expected = np.array([index[e] for e in ev.expected], dtype=np.intp)
-        _, scores, negative = await selector.scorer.score_many([i.text for i in items])
+        scores, negative = await router.score_many([i.text for i in items])
     fit_rows, held = cal.split([i.text for i in items], expected.tolist(), 0.3)
     neg = None if negative is None else negative
     fitted = cal.fit(labels, scores[fit_rows], expected[fit_rows], cal.objective("balanced"),
-                     selector.spec.min_margin, None if neg is None else neg[fit_rows])
+                     router.spec.min_margin, None if neg is None else neg[fit_rows])
     got = cal.picks(scores[held], np.full(len(labels) - 1, fitted.threshold),
-                    selector.spec.min_margin, None if neg is None else neg[held])
+                    router.spec.min_margin, None if neg is None else neg[held])
     c = Confusion.from_codes(labels, expected[held], np.where(got < 0, len(labels) - 1, got))
     rate = ev.summary()["decisions_per_second"]
     return [f"{100 * (ev.top1_accuracy() or 0):.1f}", f"{fitted.threshold:.4f}",

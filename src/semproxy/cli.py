@@ -85,7 +85,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from semproxy.server.explain import explain, render
+    from semproxy.semantic.explain import explain, render
 
     config = load_file(args.config)
     result = asyncio.run(explain(config, args.route, args.prompt))

@@ -38,6 +38,12 @@ class UnauthorizedError(GatewayError):
     code = "invalid_api_key"
 
 
+class ForbiddenError(GatewayError):
+    status = 403
+    type = "invalid_request_error"
+    code = "forbidden"
+
+
 class NotFoundError(GatewayError):
     status = 404
     type = "invalid_request_error"

@@ -103,3 +103,9 @@ async def test_an_apisix_route_pasted_unchanged_sends_the_real_key(
         async with http.post(gw.url + "/v1/chat/completions", json=chat("hi")) as resp:
             assert resp.status == 200
         assert llm.last_request.headers["Authorization"] == "Bearer sk-real"
+
+
+def test_a_variable_outside_credentials_is_still_filled_in_from_a_file() -> None:
+    config = with_auth({}, options={"model": "${MODEL:-fallback}-${SIZE}"})
+    loaded = load_data(config, {"SIZE": "large"})
+    assert loaded.routes[0].instances[0].options["model"] == "fallback-large"

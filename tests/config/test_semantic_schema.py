@@ -88,7 +88,15 @@ def test_examples_on_a_roundrobin_route_load_with_a_warning() -> None:
 
 
 def test_a_valid_semantic_config_loads_without_warnings() -> None:
-    config = load_data(semantic([instance("default"), CODE], threshold=0.5), env={})
+    config = load_data(semantic([instance("default", catchall=True), CODE], threshold=0.5),
+                       env={})
     spec = config.routes[0].semantic
     assert spec is not None and spec.catchall == "default" and spec.threshold == 0.5
     assert config.warnings == ()
+
+
+def test_without_a_marked_catchall_the_first_instance_is_it_with_a_warning() -> None:
+    config = load_data(semantic([instance("default"), CODE], threshold=0.5), env={})
+    spec = config.routes[0].semantic
+    assert spec is not None and spec.catchall == "default"
+    assert len(config.warnings) == 1 and "no instance is the catchall" in config.warnings[0]

@@ -66,3 +66,18 @@ def test_validate_rejects_an_unreadable_file_without_a_traceback(tmp_path: Path)
     result = validate(tmp_path / "absent.yaml")
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
+
+
+def test_validate_warns_when_a_semantic_route_has_no_catchall(tmp_path: Path) -> None:
+    config = route_config(
+        [instance("first"), instance("code", examples=["write a python function"])],
+        balancer={"algorithm": "semantic"},
+        embeddings={"provider": "openai-compatible", "override": {"endpoint": "http://h:1"}})
+    result = validate(write(tmp_path, config))
+    assert result.returncode == 0, result.stderr
+    assert ("warning: routes[0].plugins.ai-proxy-multi.instances: no instance is the catchall, "
+            "so the first one (first) serves every prompt that clears no threshold"
+            ) in result.stdout
+    config["routes"][0]["plugins"]["ai-proxy-multi"]["instances"][0]["catchall"] = True
+    result = validate(write(tmp_path, config))
+    assert result.returncode == 0 and "warning" not in result.stdout

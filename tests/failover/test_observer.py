@@ -5,8 +5,8 @@ from __future__ import annotations
 import aiohttp
 from tests.conftest import GatewayFactory, chat, instance, route_config
 
-from semproxy.balancer.semantic import Decision
 from semproxy.observability.observer import SilentObserver
+from semproxy.semantic.decision import Decision
 
 from .conftest import Upstreams, post
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 
-from semproxy.balancer.semantic import Decision
 from semproxy.observability.decisions import DecisionLog
 from semproxy.observability.fanout import FanoutObserver
 from semproxy.observability.observer import SilentObserver
+from semproxy.semantic.decision import Decision
 
 MATCH = Decision(pick="code", reason="matched", cleared=("code",),
                  ranking=(("code", 0.91234), ("translate", 0.2)))

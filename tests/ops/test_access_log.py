@@ -83,7 +83,7 @@ async def test_access_line_has_the_request_story_and_no_secret(
     failover, semantic, keyed, refused = access_lines(caplog)
     assert failover["request_id"] == "req-42"
     assert failover["route"] == "rr" and failover["status"] == 200
-    assert failover["instance"] == "b" and failover["model"] == "b-model"
+    assert failover["instance"] == "b" and failover["model"] == "gpt-x"  # as the client wrote it
     assert failover["failover"] == ["a:http_503", "b:ok"]
     assert failover["latency_ms"] > 0 and failover["ttft_ms"] is None
     assert failover["tokens"]["total"] > 0

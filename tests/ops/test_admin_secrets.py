@@ -208,3 +208,20 @@ async def test_the_public_version_is_not_a_function_of_any_secret(
     async with http.post(served.url + "/v1/chat/completions", json=chat("hi")) as resp:
         assert resp.status == 200
     assert llm.last_request.headers["Authorization"] == "Bearer sk-ROTATED"
+
+
+async def test_get_config_shows_values_from_the_environment_as_written(
+    serve_file: ServeFactory, http: aiohttp.ClientSession, llm: FakeLLM,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DEPLOYMENT_NAME", "tenant-7-s3cret-deployment")
+    served = await serve_file(with_admin(route_config(
+        [instance("a", llm.url, options={"model": "${DEPLOYMENT_NAME}"})])))
+    assert served.running.gateway.config.routes[0].instances[0].options["model"] \
+        == "tenant-7-s3cret-deployment"
+    async with http.get(served.admin + "/admin/config", headers=KEY) as resp:
+        text = await resp.text()
+    assert "s3cret" not in text
+    inst = orjson.loads(text)["config"]["routes"][0]["plugins"]["ai-proxy-multi"]["instances"]
+    assert inst[0]["options"]["model"] == "${DEPLOYMENT_NAME}"
+    assert inst[0]["priority"] == 0  # defaults are still filled in

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 import orjson
@@ -110,3 +111,67 @@ def test_eval_reads_the_official_clinc150_layout(tmp_path: Path) -> None:
     config = yaml.safe_load((tmp_path / "out" / "clinc150-k2.yaml").read_text())
     instances = config["routes"][0]["plugins"]["ai-proxy-multi"]["instances"]
     assert {"banking", "travel"} <= {i["name"] for i in instances}
+
+
+def test_calibrate_warns_when_its_figures_rest_on_few_prompts(tmp_path: Path) -> None:
+    data = tmp_path / "few.jsonl"
+    rows = [("write a python function", "code"), ("fix the bug in my code", "code"),
+            ("translate this into german", "translate"), ("summarize this text", "translate"),
+            ("what is the weather", None), ("tell me a joke", None)] * 2
+    data.write_text("".join(orjson.dumps({"prompt": p, "instance": i}).decode() + "\n"
+                            for p, i in rows))
+    done = run_cli("calibrate", "--config", QUICKSTART, "--route", "auto", "--data", str(data),
+                   timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"warning: these figures rest on \d prompts \(95% interval", done.stderr)
+
+
+def labelled(path: Path, rows: list[tuple[str, str | None]]) -> str:
+    path.write_text("".join(orjson.dumps({"prompt": p, "instance": i}).decode() + "\n"
+                            for p, i in rows))
+    return str(path)
+
+
+def confusion_lines(out: str) -> list[str]:
+    lines = out.splitlines()
+    start = lines.index("confusion (rows: expected, columns: picked)")
+    return lines[start + 1:start + 5]
+
+
+def test_the_confusion_matrix_shows_whole_instance_names(tmp_path: Path) -> None:
+    data = labelled(tmp_path / "d.jsonl", [("write a python function", "code"),
+                                           ("translate this into german", "translate"),
+                                           ("what is the weather", None)])
+    done = run_cli("eval", "--config", QUICKSTART, "--route", "auto", "--data", data, timeout=60)
+    assert done.returncode == 0, done.stderr
+    head, *rows = confusion_lines(done.stdout)
+    assert head.split() == ["code", "translate", "default"]
+    assert [r.split()[0] for r in rows] == ["code", "translate", "default"]
+
+
+def test_long_instance_names_get_numbered_columns_and_stay_whole(tmp_path: Path) -> None:
+    names = ["kitchen_and_dining", "auto_and_commute"]
+    config = route_config([instance(n, examples=[f"{n.replace('_', ' ')} question"])
+                           for n in names] + [instance("out_of_scope", catchall=True)])
+    config["routes"][0]["plugins"]["ai-proxy-multi"]["balancer"] = {
+        "algorithm": "semantic", "threshold": 0.3}
+    config["routes"][0]["plugins"]["ai-proxy-multi"]["embeddings"] = {"provider": "local"}
+    path = tmp_path / "long.yaml"
+    path.write_text(yaml.safe_dump(config))
+    data = labelled(tmp_path / "d.jsonl", [("kitchen and dining question", names[0]),
+                                           ("auto and commute question", names[1])])
+    done = run_cli("eval", "--config", str(path), "--route", "r1", "--data", data, timeout=60)
+    assert done.returncode == 0, done.stderr
+    head, *rows = confusion_lines(done.stdout)
+    assert head.split() == ["#1", "#2", "#3"]
+    assert [r.split()[:2] for r in rows] == [["#1", names[0]], ["#2", names[1]],
+                                             ["#3", "out_of_scope"]]
+
+
+def test_calibrate_explains_its_columns(tmp_path: Path) -> None:
+    data = labelled(tmp_path / "d.jsonl", [("write a python function", "code"),
+                                           ("what is the weather", None)] * 3)
+    done = run_cli("calibrate", "--config", QUICKSTART, "--route", "auto", "--data", data,
+                   "--holdout", "0", timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "acc: accuracy" in done.stdout and "catch: share of catchall prompts" in done.stdout

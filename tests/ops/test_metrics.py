@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -71,9 +72,13 @@ async def test_metrics_cover_requests_latency_tokens_semantic_and_config(
     assert sample(m, "semproxy_semantic_decisions_total", route="sem", instance="default",
                  reason="below_threshold") == 1
     assert sample(m, "semproxy_embedding_duration_seconds_count", route="sem") == 4
-    # The repeated prompt is served from the embedding cache.
-    assert sample(m, "semproxy_embedding_cache_total", result="hit") == 1
-    assert sample(m, "semproxy_embedding_cache_total", result="miss") == 3
+    # The repeated prompt is answered by the decision cache: no embedding lookup at all.
+    assert sample(m, "semproxy_semantic_decision_cache_total", route="sem", result="hit") == 1
+    assert sample(m, "semproxy_semantic_decision_cache_total", route="sem", result="miss") == 3
+    # The prompt-embedding cache saw the two examples and the three new prompts.
+    assert sample(m, "semproxy_embedding_cache_total", result="miss") == 5
+    assert not any(n == "semproxy_embedding_cache_total" and ("result", "hit") in ls
+                   for (n, ls) in m)
     assert sample(m, "semproxy_embedding_breaker_state") == 0  # closed
     for name in ("default", "code", "translate"):
         assert sample(m, "semproxy_instance_healthy", route="sem", instance=name) == 1
@@ -91,3 +96,31 @@ async def test_metrics_need_the_admin_key(
         assert resp.status == 401
     async with http.get(f"{served.url}/metrics") as resp:
         assert resp.status == 404  # not on the public listener
+
+
+async def test_a_concurrent_decision_cache_hit_is_credited_to_its_own_request(
+    serve_file: ServeFactory, http: aiohttp.ClientSession,
+    upstreams: tuple[FakeEmbeddings, FakeLLM, FakeLLM, FakeLLM],
+) -> None:
+    # A slow new prompt is still being embedded when a repeated one is answered from
+    # the decision cache: one hit and one miss, not two hits.
+    embed, default, code, _ = upstreams
+    config = route_config(
+        [instance("default", default.url), instance("code", code.url, examples=["python"])],
+        route_id="sem", balancer={"algorithm": "semantic", "threshold": 0.5},
+        embeddings={"provider": "openai-compatible", "override": {"endpoint": embed.url}})
+    served = await serve_file(with_admin(config))
+    async with http.post(served.url + CHAT, json=chat("python code")) as resp:
+        assert resp.status == 200
+
+    async def post(text: str) -> None:
+        async with http.post(served.url + CHAT, json=chat(text)) as resp:
+            assert resp.status == 200
+
+    slow = asyncio.create_task(post("python EMB_SLOW:300"))
+    await asyncio.sleep(0.1)
+    await post("python code")
+    await slow
+    m = await scrape(http, served.admin)
+    assert sample(m, "semproxy_semantic_decision_cache_total", route="sem", result="hit") == 1
+    assert sample(m, "semproxy_semantic_decision_cache_total", route="sem", result="miss") == 2

@@ -98,7 +98,7 @@ def test_length_stops_as_max_tokens() -> None:
     assert message["usage"] == {"input_tokens": 0, "output_tokens": 0}
 
 
-def test_text_then_tool_call_stream_as_two_blocks_split_anywhere() -> None:
+def test_text_then_tool_call_stream_as_two_blocks_fed_in_runs_of_events() -> None:
     upstream = b"".join([
         chunk({"role": "assistant", "content": "let me look"}),
         chunk({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "f",
@@ -107,8 +107,9 @@ def test_text_then_tool_call_stream_as_two_blocks_split_anywhere() -> None:
         chunk({}, "tool_calls"), chunk(usage={"prompt_tokens": 3, "completion_tokens": 7}),
         b"data: [DONE]\n\n"])
     stream = AnthropicMessages().stream("m")
-    raw = b"".join(stream.feed(upstream[i:i + 7]) for i in range(0, len(upstream), 7))
-    raw += stream.close()
+    events_in = upstream.split(b"\n\n")[:-1]
+    runs = [b"\n\n".join(events_in[:2]) + b"\n\n", *(e + b"\n\n" for e in events_in[2:])]
+    raw = b"".join(stream.feed(run) for run in runs) + stream.close()
     got = events(raw)
     assert [name for name, _ in got] == [
         "message_start", "ping", "content_block_start", "content_block_delta",
@@ -118,6 +119,12 @@ def test_text_then_tool_call_stream_as_two_blocks_split_anywhere() -> None:
                                           "input": {}}
     assert got[9][1]["delta"] == {"stop_reason": "tool_use", "stop_sequence": None}
     assert got[9][1]["usage"] == {"output_tokens": 7, "input_tokens": 3}
+
+
+def test_a_garbled_event_is_skipped_not_fatal() -> None:
+    stream = AnthropicMessages().stream("m")
+    out = stream.feed(b"data: {not json\n\n" + chunk({"content": "ok"}))
+    assert [name for name, _ in events(out)][-1] == "content_block_delta"
 
 
 def test_a_broken_stream_ends_with_an_anthropic_error_event() -> None:

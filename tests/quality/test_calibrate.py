@@ -3,8 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from semproxy.balancer.semantic import decide
 from semproxy.quality.calibrate import fit, folds, objective, picks
+from semproxy.semantic.decision import decide
 
 
 def test_vectorised_picks_match_decide_on_random_scores() -> None:

@@ -15,7 +15,7 @@ from semproxy.quality.conversations import (
     route_conversations,
 )
 from semproxy.quality.labelled import LabelledDataError
-from semproxy.server.routes import open_selector
+from semproxy.semantic.router import router_for
 
 DATA = Path(__file__).parent / "data/conversations"
 DOMAINS = {"banking", "credit_cards", "kitchen_and_dining", "home", "auto_and_commute",
@@ -86,9 +86,9 @@ async def test_last_user_rule_keeps_switches_and_flags_turns_that_fail_alone(
         line([("what is the weather forecast for tomorrow", "code"),
               ("write a python function to reverse a string", "code")], "followup"),
     ]) + "\n")
-    async with open_selector(load_text(config_text), "r1") as selector:
+    async with router_for(load_text(config_text), "r1") as selector:
         results = await route_conversations(selector, load_conversations(data))
     assert [(r.right, r.alone_ok) for r in results] == [(True, True), (True, False)]
     table = rates(results)
-    assert (table[("switch", "2")].k, table[("switch", "2")].n) == (1, 1)
+    assert (table[("switch", "2")].successes, table[("switch", "2")].n) == (1, 1)
     assert table[("followup", "all alone-ok")].n == 0

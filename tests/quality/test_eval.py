@@ -13,7 +13,8 @@ from semproxy.cli import main
 from semproxy.config.loader import load_data, load_text
 from semproxy.quality.evaluate import evaluate, route_batch
 from semproxy.quality.labelled import parse_item
-from semproxy.server.routes import open_selector
+from semproxy.semantic.query import prompt_input
+from semproxy.semantic.router import router_for
 
 OFF_TOPIC = [
     {"prompt": "who painted the mona lisa", "instance": None},
@@ -74,9 +75,9 @@ async def test_batched_routing_decides_exactly_like_the_gateway(config_dict: dic
     plugin["balancer"]["center"] = True
     plugin["instances"][0]["negative_examples"] = ["fix a javascript error"]
     assert len(PROMPTS) == 50
-    async with open_selector(load_data(config_dict, {}), "r1") as selector:
-        batch = await route_batch(selector, PROMPTS)
-        one_by_one = [await selector.decide(p) for p in PROMPTS]
+    async with router_for(load_data(config_dict, {}), "r1") as router:
+        batch = await route_batch(router, PROMPTS)
+        one_by_one = [(await router.route(prompt_input(p))).decision for p in PROMPTS]
     for got, want in zip(batch, one_by_one, strict=True):
         assert (got.pick, got.reason, got.cleared) == (want.pick, want.reason, want.cleared)
         assert [n for n, _ in got.ranking] == [n for n, _ in want.ranking]
@@ -88,8 +89,8 @@ async def test_batched_routing_decides_exactly_like_the_gateway(config_dict: dic
 async def test_evaluate_counts_top1_even_below_threshold(config_text: str) -> None:
     strict = config_text.replace("threshold: 0.3}", "threshold: 0.99}")
     items = [parse_item(x, "t") for x in LABELLED]
-    async with open_selector(load_text(strict), "r1") as selector:
-        result = await evaluate(selector, items)
+    async with router_for(load_text(strict), "r1") as router:
+        result = await evaluate(router, items)
     # Only cooking, with its own threshold of 0.25, still matches (both its prompts).
     assert result.confusion().in_scope_accuracy() == pytest.approx(2 / 6)
     assert result.top1_accuracy() == 1.0

@@ -14,7 +14,6 @@ import pytest
 
 from semproxy.quality.scenarios import (
     KINDS,
-    Rate,
     evaluate_scenario,
     figures,
     find_scenarios,
@@ -60,14 +59,3 @@ async def test_local_model_stays_above_the_floor(name: str) -> None:
     assert result.accuracy.value is not None and result.accuracy.value >= accuracy_floor, \
         result.accuracy.text()
     assert result.top1.value is not None and result.top1.value >= top1_floor, result.top1.text()
-
-
-def test_wilson_interval_matches_hand_computed_values() -> None:
-    # 5 of 10: centre stays 0.5, half-width 1.96*sqrt(0.025+0.0096)/1.384 = 0.2634.
-    low, high = Rate(5, 10).interval()
-    assert (round(low, 4), round(high, 4)) == (0.2366, 0.7634)
-    # 0 of 20 is not the point [0, 0]: the upper end is z^2/(n+z^2) = 0.1611.
-    low, high = Rate(0, 20).interval()
-    assert low == 0.0 and round(high, 4) == 0.1611
-    assert Rate(0, 0).value is None and Rate(0, 0).interval() == (0.0, 1.0)
-    assert Rate(3, 4).text() == " 75.0% [30.1,  95.4] n=4"

@@ -14,7 +14,7 @@ from semproxy.cli import main
 from semproxy.config.loader import load_data
 from semproxy.embeddings.local import embed_with, load_model
 from semproxy.quality.examples import Scoring, score_route
-from semproxy.server.routes import open_selector
+from semproxy.semantic.router import router_for
 
 # Prompts labelled for the quality route: some are far from every example of
 # their own instance (a cooking prompt about knives, a weather prompt about
@@ -39,8 +39,8 @@ async def test_tune_scores_like_the_gateway_scorer(config_dict: dict[str, Any],
     multi = config_dict["routes"][0]["plugins"]["ai-proxy-multi"]
     multi["balancer"].update(aggregation=aggregation, center=True, k=2)
     prompts = [row["prompt"] for row in TUNE_DATA]
-    async with open_selector(load_data(config_dict), "r1") as selector:
-        _, expected, _ = await selector.scorer.score_many(prompts)
+    async with router_for(load_data(config_dict), "r1") as router:
+        expected, _ = await router.score_many(prompts)
     model = load_model()
     examples = [embed_with(model, list(i["examples"])) for i in multi["instances"]
                 if i.get("examples")]

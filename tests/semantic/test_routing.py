@@ -9,7 +9,7 @@ import pytest
 from tests.conftest import GatewayFactory, chat, instance
 from tests.fakes import FakeEmbeddings
 
-from semproxy.server.request import MAX_ROUTING_TEXT
+from semproxy.semantic.query import MAX_ROUTING_TEXT
 
 from .conftest import ask, remote_embeddings, semantic_config, specialists
 

@@ -160,11 +160,16 @@ async def test_upstream_slower_than_route_timeout_is_504_quickly(
     assert err["code"] == "upstream_timeout"
 
 
-async def test_all_instances_failing_is_502_naming_each_attempt(
+async def test_all_instances_failing_is_502_naming_each_attempt_only_with_debug_on(
     gateway: GatewayFactory, http: aiohttp.ClientSession
 ) -> None:
-    gw = await gateway(route_config([secret_instance("a", await closed_port_url()),
-                                     secret_instance("b", await closed_port_url())]))
+    instances = [secret_instance("a", await closed_port_url()),
+                 secret_instance("b", await closed_port_url())]
+    gw = await gateway(route_config(instances))
+    async with http.post(f"{gw.url}{CHAT}", json=chat("hi")) as resp:
+        err = await error_of(resp, 502)
+    assert err["message"] == "no instance could serve the request"
+    gw = await gateway(route_config(instances, debug_headers=True))
     async with http.post(f"{gw.url}{CHAT}", json=chat("hi")) as resp:
         err = await error_of(resp, 502)
     assert "a failed (connect)" in err["message"] and "b failed (connect)" in err["message"]

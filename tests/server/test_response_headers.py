@@ -90,3 +90,12 @@ async def test_an_acceptable_body_gets_100_continue_then_its_answer(gw: RunningG
     body = orjson.dumps(chat("hi"))
     line = await interim(gw.url, chat_head(CHAT, body, b"Expect: 100-continue"))
     assert line.startswith(b"HTTP/1.1 100"), line
+
+
+async def test_echo_completion_ids_are_unique(gw: RunningGateway) -> None:
+    async with aiohttp.ClientSession() as http:
+        ids = set()
+        for _ in range(3):
+            async with http.post(gw.url + CHAT, json=chat("hi")) as resp:
+                ids.add((await resp.json())["id"])
+    assert len(ids) == 3

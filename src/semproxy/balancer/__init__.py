@@ -1,4 +1,4 @@
-"""Balancers: pure, synchronous pickers and the similarity math for semantic routing."""
+"""Balancers: pure, synchronous pickers (semantic routing has its own package, `semantic/`)."""
 
 from semproxy.balancer.base import Picker
 

@@ -117,6 +117,21 @@ def _collect(node: yaml.Node, keys: tuple[str, ...], edits: list[tuple[int, int,
             edits.append((node.start_mark.index, node.end_mark.index, json.dumps(new)))
 
 
+def with_references(effective: Any, written: Any) -> Any:
+    """`effective` (a loaded config, defaults filled in) with every value that the
+    document as `written` took from the environment shown as written (`${VAR}`),
+    so what an admin reads never holds a value of the gateway's environment."""
+    if isinstance(written, str):
+        return written if _REFERENCE.search(written) else effective
+    if isinstance(effective, dict) and isinstance(written, dict):
+        return {k: with_references(v, written[k]) if k in written else v
+                for k, v in effective.items()}
+    if isinstance(effective, list) and isinstance(written, list):
+        return [with_references(v, written[i]) if i < len(written) else v
+                for i, v in enumerate(effective)]
+    return effective
+
+
 def restore_masked(new: Any, old: Any) -> Any:
     """`new` with each masked value that matches what `old` shows there replaced by
     the stored value of `old`."""

@@ -360,7 +360,13 @@ def _catchall(multi: s.AIProxyMulti, ppath: str, errs: _Errors) -> str | None:
             errs.add(f"{ppath}.semantic_opts.fallback", f"no instance named {named!r}")
             return None
         return named
-    return marked[0][1].name if marked else multi.instances[0].name
+    if marked:
+        return marked[0][1].name
+    first = multi.instances[0].name
+    errs.warnings.append(f"{ppath}.instances: no instance is the catchall, so the first one "
+                         f"({first}) serves every prompt that clears no threshold; mark the "
+                         "intended one with catchall: true")
+    return first
 
 
 def _embeddings(e: s.Embeddings, epath: str, errs: _Errors) -> EmbeddingSpec | None:

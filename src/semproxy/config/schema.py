@@ -201,7 +201,7 @@ class Balancer(Strict):
     k: int = Field(default=3, ge=1, le=64)
     min_margin: float = Field(default=0.0, ge=0.0, le=2.0)
     # semproxy extension: subtract the mean example direction before comparing
-    # (see embeddings/scorer.py `centered`). Changes the scale of every score,
+    # (see semantic/scorer.py `centered`). Changes the scale of every score,
     # so thresholds chosen without it do not carry over.
     center: bool = False
 

@@ -77,7 +77,8 @@ def _string(text: str, env: Mapping[str, str], is_secret_place: bool, path: str,
             errors.append(f"{path}: environment variable {name} is not set")
         return default or ""
 
-    return (_ANY_REF if is_secret_place else VARIABLE).sub(fill, text)
+    # Outside credentials `_refusal` has turned any $env:// away: only ${VAR} is left.
+    return _ANY_REF.sub(fill, text)
 
 
 def _refusal(text: str, is_secret_place: bool) -> str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -29,10 +29,12 @@ class CachedEmbedder:
     `inner` (from the cache or from another caller's in-flight request);
     `misses` counts distinct texts sent to `inner`. Failures are never cached:
     every caller waiting on a failed call gets its error, and the next call
-    tries again.
+    tries again. `on_lookup` hears each of those lookups as it happens (hit or
+    not), so a metric counts it without reading the counters across an await.
     """
 
-    def __init__(self, inner: Embedder, max_entries: int = 4096) -> None:
+    def __init__(self, inner: Embedder, max_entries: int = 4096,
+                 on_lookup: Callable[[bool], None] | None = None) -> None:
         if max_entries < 1:
             raise ValueError("max_entries must be at least 1")
         self.fingerprint = inner.fingerprint
@@ -43,6 +45,7 @@ class CachedEmbedder:
         self._entries: OrderedDict[Key, Row] = OrderedDict()
         self._dim: int | None = None  # dimension of every cached row
         self._inflight: dict[Key, asyncio.Future[Row]] = {}
+        self._on_lookup = on_lookup
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -85,6 +88,8 @@ class CachedEmbedder:
         else:
             missing.append(text)
             self.misses += 1
+        if self._on_lookup is not None:
+            self._on_lookup(row is not None or text in shared)
 
     async def _fetch(self, texts: list[str]) -> dict[str, Row]:
         """One batched call to `inner` for `texts`, published to concurrent callers."""

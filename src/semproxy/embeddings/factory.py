@@ -1,7 +1,7 @@
 """Build the embedder chain a route's `embeddings` block asks for.
 
 local:  in-process model (wordllama, or all-MiniLM-L6-v2 when named); the cheap
-        wordllama has no vector cache: the selector's decision cache serves repeats
+        wordllama has no vector cache: the router's decision cache serves repeats
 remote: cache -> circuit breaker -> provider HTTP call
 Routes of one config version with the same embeddings block share one chain
 (and so one prompt cache and one breaker).
@@ -9,6 +9,7 @@ Routes of one config version with the same embeddings block share one chain
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from semproxy.embeddings import Embedder
@@ -37,8 +38,10 @@ class EmbeddingSpec:
 
 
 class EmbedderPool:
-    def __init__(self, clients: HttpClients) -> None:
+    def __init__(self, clients: HttpClients,
+                 on_cache_lookup: Callable[[bool], None] | None = None) -> None:
         self._clients = clients
+        self._on_cache_lookup = on_cache_lookup  # metrics of the prompt-embedding caches
         self._chains: dict[str, Embedder] = {}
         self.breakers: dict[str, CircuitBreaker] = {}
 
@@ -66,4 +69,4 @@ class EmbedderPool:
             worth_caching = True
         if not worth_caching or spec.cache_size == 0:
             return inner
-        return CachedEmbedder(inner, spec.cache_size)
+        return CachedEmbedder(inner, spec.cache_size, self._on_cache_lookup)

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from semproxy.balancer.semantic import Decision
+from semproxy.semantic.decision import Decision
 
 Entry = dict[str, Any]
 # seq, time, route, instance, status, seconds, decision, prompt: kept as a tuple and
@@ -80,7 +80,10 @@ class DecisionLog:
     def on_fallback(self, route: str, source: str, target: str, cause: str) -> None:
         pass
 
-    def on_embedding(self, route: str, seconds: float, cache_hit: bool | None) -> None:
+    def on_embedding(self, route: str, seconds: float, decision_cached: bool | None) -> None:
+        pass
+
+    def on_embedding_cache(self, hit: bool) -> None:
         pass
 
     def on_health(self, route: str, instance: str, healthy: bool) -> None:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from semproxy.balancer.semantic import Decision
 from semproxy.observability.observer import RequestObserver
+from semproxy.semantic.decision import Decision
 
 
 class FanoutObserver:
@@ -28,9 +28,13 @@ class FanoutObserver:
         for o in self.observers:
             o.on_semantic(route, decision, prompt)
 
-    def on_embedding(self, route: str, seconds: float, cache_hit: bool | None) -> None:
+    def on_embedding(self, route: str, seconds: float, decision_cached: bool | None) -> None:
         for o in self.observers:
-            o.on_embedding(route, seconds, cache_hit)
+            o.on_embedding(route, seconds, decision_cached)
+
+    def on_embedding_cache(self, hit: bool) -> None:
+        for o in self.observers:
+            o.on_embedding_cache(hit)
 
     def on_response(self, route: str, instance: str, status: int, seconds: float,
                     ttft: float | None, usage: Mapping[str, int] | None,

@@ -17,8 +17,11 @@ from typing import Any
 
 import orjson
 
+# After `Authorization:` the credential follows its scheme word (`Token`, `Basic`):
+# the scheme is kept, the credential masked.
 _SECRET = re.compile(
-    r"(?i)(bearer\s+|api[-_]?key[=:\s\"']+|authorization[=:\s\"']+|sk-)[A-Za-z0-9._~+/=-]{4,}"
+    r"(?i)(bearer\s+|api[-_]?key[=:\s\"']+|authorization[=:\s\"']+(?:[A-Za-z-]+\s+)?|sk-)"
+    r"[A-Za-z0-9._~+/=-]{4,}"
 )
 
 

@@ -23,7 +23,7 @@ from prometheus_client import (
 )
 from prometheus_client import multiprocess as mp
 
-from semproxy.balancer.semantic import Decision
+from semproxy.semantic.decision import Decision
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 FAST_BUCKETS = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1, 3)
@@ -78,6 +78,9 @@ class Metrics:
                                    buckets=FAST_BUCKETS, registry=r)
         self.cache = Counter("semproxy_embedding_cache_total", "Prompt-embedding cache lookups",
                              ["result"], registry=r)
+        self.decision_cache = Counter("semproxy_semantic_decision_cache_total",
+                                      "Semantic decisions answered by the decision cache",
+                                      ["route", "result"], registry=r)
         self.breaker = Gauge("semproxy_embedding_breaker_state",
                              "Embedding circuit breaker: 0 closed, 1 half-open, 2 open",
                              ["embeddings"], registry=r, multiprocess_mode="max")
@@ -119,10 +122,13 @@ class Metrics:
         self._child(self.semantic, route, decision.pick, decision.reason).inc()
 
     # -- the rest of the gateway -------------------------------------------
-    def on_embedding(self, route: str, seconds: float, cache_hit: bool | None) -> None:
+    def on_embedding(self, route: str, seconds: float, decision_cached: bool | None) -> None:
         self._child(self.embedding, route).observe(seconds)
-        if cache_hit is not None:
-            self._child(self.cache, "hit" if cache_hit else "miss").inc()
+        if decision_cached is not None:
+            self._child(self.decision_cache, route, "hit" if decision_cached else "miss").inc()
+
+    def on_embedding_cache(self, hit: bool) -> None:
+        self._child(self.cache, "hit" if hit else "miss").inc()
 
     def on_response(self, route: str, instance: str, status: int, seconds: float,
                     ttft: float | None, usage: Mapping[str, int] | None,

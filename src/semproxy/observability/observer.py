@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-from semproxy.balancer.semantic import Decision
+from semproxy.semantic.decision import Decision
 
 
 class RequestObserver(Protocol):
@@ -24,8 +24,12 @@ class RequestObserver(Protocol):
         """Semantic routing decided (before any attempt). `prompt` is the routed text,
         given only when the route's `logging.payloads` allows recording it."""
 
-    def on_embedding(self, route: str, seconds: float, cache_hit: bool | None) -> None:
-        """The prompt was embedded and scored; `cache_hit` is None without a cache."""
+    def on_embedding(self, route: str, seconds: float, decision_cached: bool | None) -> None:
+        """The prompt was scored, or its decision came from the router's decision cache
+        (`decision_cached`, None when that cache is off)."""
+
+    def on_embedding_cache(self, hit: bool) -> None:
+        """One text was looked up in a prompt-embedding cache (remote embedders)."""
 
     def on_response(self, route: str, instance: str, status: int, seconds: float,
                     ttft: float | None, usage: Mapping[str, int] | None,
@@ -49,7 +53,10 @@ class SilentObserver:
     def on_semantic(self, route: str, decision: Decision, prompt: str | None = None) -> None:
         pass
 
-    def on_embedding(self, route: str, seconds: float, cache_hit: bool | None) -> None:
+    def on_embedding(self, route: str, seconds: float, decision_cached: bool | None) -> None:
+        pass
+
+    def on_embedding_cache(self, hit: bool) -> None:
         pass
 
     def on_response(self, route: str, instance: str, status: int, seconds: float,

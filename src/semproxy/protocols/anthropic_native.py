@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from semproxy.protocols.anthropic import parse_arguments
-from semproxy.protocols.events import DataLines
+from semproxy.protocols.events import decoded
 
 DEFAULT_MAX_TOKENS = 4096
 FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length",
@@ -167,7 +167,6 @@ class ChunksFromMessages:
     """Anthropic's event stream retold as Chat Completions chunks, ending in [DONE]."""
 
     def __init__(self) -> None:
-        self._lines = DataLines()
         self._id = ""
         self._model = ""
         self._tools = -1  # index of the last tool call
@@ -175,9 +174,9 @@ class ChunksFromMessages:
 
     def feed(self, chunk: bytes) -> bytes:
         out = bytearray()
-        for data in self._lines.feed(chunk):
-            if data.startswith(b"{"):
-                out += self._event(orjson.loads(data))
+        for event in decoded(chunk):
+            if event is not None:
+                out += self._event(event)
         return bytes(out)
 
     def _chunk(self, delta: dict[str, Any] | None, finish: str | None = None,

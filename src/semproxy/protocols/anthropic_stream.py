@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
-from semproxy.protocols.events import DataLines, named_event
+from semproxy.protocols.events import DONE, decoded, named_event
 
 STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use",
                 "function_call": "tool_use", "content_filter": "refusal"}
@@ -30,7 +28,6 @@ class MessagesStream:
     def __init__(self, message_id: str, model: str) -> None:
         self.message_id = message_id
         self.model = model
-        self._lines = DataLines()
         self._started = False
         self._ended = False
         self._index = -1  # the open content block, -1 before the first
@@ -40,11 +37,8 @@ class MessagesStream:
 
     def feed(self, chunk: bytes) -> bytes:
         out = bytearray()
-        for data in self._lines.feed(chunk):
-            if data == b"[DONE]":
-                out += self._end()
-            elif data.startswith(b"{"):
-                out += self._chunk(orjson.loads(data))
+        for event in decoded(chunk):
+            out += self._end() if event is DONE else self._chunk(event)
         return bytes(out)
 
     def close(self) -> bytes:

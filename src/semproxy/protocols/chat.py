@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from semproxy.errors import error_body
 from semproxy.protocols.contract import Parsed, StreamTranslator
-from semproxy.server.request import parse_chat, routing_text
+from semproxy.semantic.query import routing_text
+from semproxy.server.request import parse_chat
 
 
 class ChatCompletions:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from semproxy.errors import BadRequestError
-from semproxy.server.request import MAX_ROUTING_TEXT
+from semproxy.semantic.query import MAX_ROUTING_TEXT
 
 
 @dataclass(slots=True)

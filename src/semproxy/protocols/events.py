@@ -1,33 +1,38 @@
-"""Server-sent events in and out: the `data:` payloads of an upstream stream, and
-an event rendered for a client.
+"""Server-sent events in and out: the `data:` payloads of complete upstream
+events, and an event rendered for a client.
 
-The upstream stream arrives as the network cuts it, so an event can be split
-across chunks; the unfinished last line is kept until the next chunk completes
-it. (This follows the line handling of `server.exchange.StreamUsage`; when the
-upstream client gains its own event reader, translators read from that.)
+Translators are fed what `providers.sse.sse_events` yields: runs of whole
+events (the reader keeps an unfinished event until its blank line arrives and
+bounds it in size and time), so nothing here waits for the rest of an event.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
 
-MAX_PENDING_LINE = 1 << 20  # a single event larger than this is dropped, not buffered
+DONE = None  # what `decoded` yields for OpenAI's `data: [DONE]`
 
 
-class DataLines:
-    """The `data:` payloads of an event stream, whatever the chunk boundaries."""
-
-    __slots__ = ("_pending",)
-
-    def __init__(self) -> None:
-        self._pending = b""
-
-    def feed(self, chunk: bytes) -> list[bytes]:
-        *lines, rest = (self._pending + chunk).split(b"\n")
-        self._pending = rest if len(rest) <= MAX_PENDING_LINE else b""
-        return [line[5:].strip() for line in lines if line.startswith(b"data:")]
+def decoded(events: bytes) -> Iterator[dict[str, Any] | None]:
+    """The JSON object of every event in a run of complete events, DONE for the
+    end marker. A payload that is not a JSON object is skipped: one garbled event
+    must not end a stream the client is reading."""
+    for line in events.splitlines():
+        if not line.startswith(b"data:"):
+            continue
+        data = line[5:].strip()
+        if data == b"[DONE]":
+            yield DONE
+            continue
+        try:
+            found = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(found, dict):
+            yield found
 
 
 def named_event(name: str, data: dict[str, Any]) -> bytes:

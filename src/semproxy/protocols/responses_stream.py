@@ -15,9 +15,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import orjson
-
-from semproxy.protocols.events import DataLines, named_event
+from semproxy.protocols.events import DONE, decoded, named_event
 
 
 def message_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
@@ -64,7 +62,6 @@ class ResponsesStream:
         self.response_id = response_id
         self.message_id = message_id
         self.model = model
-        self._lines = DataLines()
         self._seq = 0
         self._started = False
         self._ended = False
@@ -81,11 +78,8 @@ class ResponsesStream:
 
     def feed(self, chunk: bytes) -> bytes:
         out = bytearray()
-        for data in self._lines.feed(chunk):
-            if data == b"[DONE]":
-                out += self._end()
-            elif data.startswith(b"{"):
-                out += self._chunk(orjson.loads(data))
+        for event in decoded(chunk):
+            out += self._end() if event is DONE else self._chunk(event)
         return bytes(out)
 
     def close(self) -> bytes:

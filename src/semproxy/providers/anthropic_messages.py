@@ -15,6 +15,7 @@ Credentials go in `auth.header` (`x-api-key`); `anthropic-version` is sent as
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -28,6 +29,7 @@ from semproxy.protocols.anthropic_native import (
 )
 from semproxy.providers.base import OpenAIStyleProvider, Reply
 from semproxy.providers.http import HttpClients, NetPolicy, Target
+from semproxy.providers.sse import sse_events
 
 API_VERSION = "2023-06-01"
 
@@ -35,10 +37,12 @@ API_VERSION = "2023-06-01"
 class MessagesReply:
     """An Anthropic answer read as a Chat Completions one."""
 
-    __slots__ = ("_reply", "content_type", "status")
+    __slots__ = ("_net", "_reply", "content_type", "label", "status")
 
-    def __init__(self, reply: Reply) -> None:
+    def __init__(self, reply: Reply, net: NetPolicy, label: str) -> None:
         self._reply = reply
+        self._net = net
+        self.label = label
         self.status = reply.status
         self.content_type = reply.content_type
 
@@ -54,13 +58,17 @@ class MessagesReply:
 
     async def iter_chunks(self) -> AsyncIterator[bytes]:
         translator = ChunksFromMessages()
-        async for chunk in self._reply.iter_chunks():
-            out = translator.feed(chunk)
+        async for events in sse_events(self._reply, self._net.max_event, self._net.timeout_s,
+                                       self.label):
+            out = translator.feed(events)
             if out:
                 yield out
 
     def release(self) -> None:
         self._reply.release()
+
+    def abort(self) -> None:
+        self._reply.abort()
 
 
 class AnthropicMessagesProvider(OpenAIStyleProvider):
@@ -74,9 +82,7 @@ class AnthropicMessagesProvider(OpenAIStyleProvider):
         target = super().target(endpoint, auth, model, net)
         if any(name.lower() == "anthropic-version" for name in target.headers):
             return target
-        return Target(url=target.url, headers={**target.headers,
-                                               "anthropic-version": API_VERSION},
-                      net=net, model=model, label=target.label)
+        return replace(target, headers={**target.headers, "anthropic-version": API_VERSION})
 
     async def relay_native(self, clients: HttpClients, target: Target, body: dict[str, Any],
                            request_id: str = "") -> Reply:
@@ -85,4 +91,4 @@ class AnthropicMessagesProvider(OpenAIStyleProvider):
     async def chat(self, clients: HttpClients, target: Target, body: dict[str, Any],
                    request_id: str = "") -> MessagesReply:
         reply = await clients.post(target, orjson.dumps(to_messages(body)), request_id)
-        return MessagesReply(reply)
+        return MessagesReply(reply, target.net, target.label)

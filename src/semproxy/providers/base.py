@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import numpy as np
 import orjson
@@ -82,11 +82,25 @@ class NativeRelay(Protocol):
 
 
 def join_url(endpoint: str, path: str) -> str:
-    """A bare scheme+host endpoint gets the provider path; a full URL is used as given."""
+    """The URL to call for `path` (the provider's API path, e.g. /v1/chat/completions).
+
+    A bare scheme+host endpoint gets the whole path. A base URL, as the OpenAI SDK,
+    vLLM, Ollama and LiteLLM write it (`http://host:8000/v1`, `.../proxy/v1`), ends
+    in the start of the path: it gets the rest (`/chat/completions`). Anything
+    else is a full URL and is used as given.
+    """
     parts = urlsplit(endpoint)
-    if parts.path not in ("", "/") or parts.query:
+    base = parts.path.rstrip("/")
+    if parts.query:
         return endpoint
-    return endpoint.rstrip("/") + path
+    if not base:
+        return endpoint.rstrip("/") + path
+    segments = base.split("/")
+    for i in range(1, len(segments)):  # the longest tail of the base first
+        tail = "/" + "/".join(segments[i:])
+        if path.startswith(tail + "/"):
+            return urlunsplit(parts._replace(path=base)) + path[len(tail):]
+    return endpoint
 
 
 def safe_label(url: str) -> str:

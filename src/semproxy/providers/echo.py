@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import time
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -104,12 +105,14 @@ class EchoProvider:
         model = str(body.get("model") or target.model or "echo")
         text = f"[{self.instance}] {last_user_text(body)}"
         created = int(time.time())
+        completion_id = f"chatcmpl-echo-{uuid.uuid4().hex}"  # unique, as OpenAI's are
         usage = {"prompt_tokens": len(text.split()), "completion_tokens": len(text.split()),
                  "total_tokens": 2 * len(text.split())}
         if body.get("stream") is True:
-            return MemoryReply(_stream(model, text, created, usage), "text/event-stream")
+            return MemoryReply(_stream(completion_id, model, text, created, usage),
+                               "text/event-stream")
         completion = {
-            "id": f"chatcmpl-echo-{created}", "object": "chat.completion", "created": created,
+            "id": completion_id, "object": "chat.completion", "created": created,
             "model": model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                          "finish_reason": "stop"}],
@@ -130,9 +133,10 @@ def _vector(text: str, size: int, as_base64: bool) -> list[float] | str:
     return [float(x) for x in vector]
 
 
-def _stream(model: str, text: str, created: int, usage: dict[str, int]) -> list[bytes]:
+def _stream(completion_id: str, model: str, text: str, created: int, usage: dict[str, int]
+            ) -> list[bytes]:
     def event(delta: dict[str, Any], finish: str | None, extra: dict[str, Any]) -> bytes:
-        chunk = {"id": f"chatcmpl-echo-{created}", "object": "chat.completion.chunk",
+        chunk = {"id": completion_id, "object": "chat.completion.chunk",
                  "created": created, "model": model,
                  "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
         return b"data: " + orjson.dumps(chunk) + b"\n\n"
@@ -140,7 +144,7 @@ def _stream(model: str, text: str, created: int, usage: dict[str, int]) -> list[
     events = [event({"role": "assistant", "content": ""}, None, {})]
     events += [event({"content": word + " "}, None, {}) for word in text.split()]
     events.append(event({}, "stop", {}))
-    final = {"id": f"chatcmpl-echo-{created}", "object": "chat.completion.chunk",
+    final = {"id": completion_id, "object": "chat.completion.chunk",
              "created": created, "model": model, "choices": [], "usage": usage}
     events.append(b"data: " + orjson.dumps(final) + b"\n\n")
     events.append(b"data: [DONE]\n\n")

@@ -105,12 +105,18 @@ def prepare(url: str, headers: Mapping[str, str], net: NetPolicy, label: str) ->
         merged["Authorization"] = _basic(parsed, label)
         parsed = parsed.with_user(None)
     proxy = _proxy_for(parsed, net.proxy)
+    proxy_headers = None
+    if proxy is not None and proxy.user is not None:
+        # aiohttp sends proxy headers on a CONNECT only: a plain http request carries its own.
+        proxy_headers = {"Proxy-Authorization": _basic(proxy, label)}
+        if parsed.scheme == "http":
+            merged.update(proxy_headers)
+            proxy_headers = None
     attempt = net.attempt_timeout_s or net.timeout_s
     return Call(
         url=parsed, headers=merged,
         proxy=proxy.with_user(None) if proxy else None,
-        proxy_headers={"Proxy-Authorization": _basic(proxy, label)}
-        if proxy is not None and proxy.user else None,
+        proxy_headers=proxy_headers,
         ssl=_ssl(net, label),
         timeout=ClientTimeout(total=attempt, connect=attempt, sock_connect=net.timeout_s,
                               sock_read=net.timeout_s),

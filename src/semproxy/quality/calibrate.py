@@ -1,7 +1,7 @@
 """Choose thresholds on labelled prompts, judged on a part of them kept out of the fit.
 
 The search needs the decision for thousands of candidate thresholds, so it
-uses `picks`, a vectorised copy of `balancer.semantic.decide` (a test holds
+uses `picks`, a vectorised copy of `semantic.decision.decide` (a test holds
 the two equal). Figures shown to the user come from `decide` itself.
 
 Method: the best single threshold from a grid of score quantiles, then

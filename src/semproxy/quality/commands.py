@@ -21,7 +21,7 @@ from semproxy.quality.labelled import LabelledPrompt, check_labels, load_jsonl
 from semproxy.quality.metrics import Confusion
 from semproxy.quality.progress import ProgressBar
 from semproxy.quality.tuning import Proposal, propose, score_all, thresholds_to_write
-from semproxy.server.routes import open_selector
+from semproxy.semantic.router import router_for
 
 
 def run_eval(args: argparse.Namespace) -> int:
@@ -40,11 +40,11 @@ def run_eval(args: argparse.Namespace) -> int:
 async def _eval(args: argparse.Namespace) -> int:
     items = load_jsonl(args.data)
     found = None
-    async with open_selector(load_file(args.config), args.route) as selector:
-        result = await evaluate(selector, items, ProgressBar(len(items), "eval"))
+    async with router_for(load_file(args.config), args.route) as router:
+        result = await evaluate(router, items, ProgressBar(len(items), "eval"))
         if args.folds:
-            scored = await score_all(selector, items)
-            found = propose(selector, scored, [i.text for i in items],
+            scored = await score_all(router, items)
+            found = propose(router, scored, [i.text for i in items],
                             cal.objective("balanced"), args.folds)
     summary = result.summary()
     if found is not None:
@@ -76,11 +76,11 @@ async def _calibrate(args: argparse.Namespace, goal: Callable[[Confusion], cal.S
                      ) -> int:
     config = load_file(args.config)
     items: list[LabelledPrompt] = load_jsonl(args.data)
-    async with open_selector(config, args.route) as selector:
-        labels = [*selector.scorer.names, selector.spec.catchall]
+    async with router_for(config, args.route) as router:
+        labels = [*router.names, router.spec.catchall]
         check_labels(items, labels, args.data)
-        scored = await score_all(selector, items, ProgressBar(len(items), "scoring"))
-        found = propose(selector, scored, [i.text for i in items], goal, args.folds)
+        scored = await score_all(router, items, ProgressBar(len(items), "scoring"))
+        found = propose(router, scored, [i.text for i in items], goal, args.folds)
     print(render_proposal(args.objective, found))
     print(f"balancer threshold (fitted on all {found.prompts} prompts): "
           f"{found.fitted.threshold:.4f}")

@@ -23,8 +23,8 @@ import orjson
 
 from semproxy.quality.evaluate import evaluate
 from semproxy.quality.labelled import LabelledDataError, LabelledPrompt, parse_item
-from semproxy.quality.scenarios import Rate
-from semproxy.server.routes import SemanticSelector
+from semproxy.quality.rate import Rate
+from semproxy.semantic.router import SemanticRouter
 
 KINDS = ("followup", "switch")
 
@@ -68,7 +68,7 @@ class ConversationResult:
     alone_ok: bool  # every labelled user turn, routed alone, reaches its own domain
 
 
-async def route_conversations(selector: SemanticSelector, convs: Sequence[Conversation]
+async def route_conversations(selector: SemanticRouter, convs: Sequence[Conversation]
                               ) -> list[ConversationResult]:
     """Route each conversation as the gateway routes the request, and each labelled turn
     alone (`semproxy eval` on the same selector; no LLM is called)."""

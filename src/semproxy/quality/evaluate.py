@@ -1,10 +1,9 @@
 """Route labelled prompts exactly as the gateway would, in batches, and measure the result.
 
-`route_batch` is `SemanticSelector.decide` for many prompts: the same scorer
-(reference matrix, aggregation, centering) and the same `decide` with the
-route's thresholds, margin and negatives. Only the embedding is batched. No
-LLM is called. Unlike the gateway it does not fail open: an embedding error
-stops the run, because figures computed from fallbacks would be meaningless.
+Decisions come from the route's `SemanticRouter.route_many`: the gateway's
+own scorer and decision rule, with only the embedding batched. No LLM is
+called. Unlike the gateway it does not fail open: an embedding error stops the
+run, because figures computed from fallbacks would be meaningless.
 """
 
 from __future__ import annotations
@@ -17,28 +16,19 @@ from typing import Any
 
 import numpy as np
 
-from semproxy.balancer.semantic import NO_USER_TEXT, Decision, decide, fallback
 from semproxy.quality.labelled import LabelledPrompt, check_labels
 from semproxy.quality.metrics import Confusion
 from semproxy.quality.progress import ProgressBar
 from semproxy.quality.rate import Rate
-from semproxy.server.routes import SemanticSelector
+from semproxy.semantic.decision import Decision
+from semproxy.semantic.query import RoutingInput
+from semproxy.semantic.router import SemanticRouter
 
 CHUNK = 1024  # prompts per embedding call: big enough to amortise, small enough for a bar
 
 
-async def route_batch(selector: SemanticSelector, texts: Sequence[str]) -> list[Decision]:
-    spec = selector.spec
-    decisions = [fallback(spec.catchall, NO_USER_TEXT) for _ in texts]
-    todo = [i for i, text in enumerate(texts) if text]
-    if not todo:
-        return decisions
-    refs, scores, negative = await selector.scorer.score_many([texts[i] for i in todo])
-    for row, i in enumerate(todo):
-        decisions[i] = decide(refs.names, scores[row], refs.thresholds, spec.catchall,
-                              min_margin=spec.min_margin,
-                              negative=None if negative is None else negative[row])
-    return decisions
+async def route_batch(router: SemanticRouter, texts: Sequence[str]) -> list[Decision]:
+    return await router.route_many([RoutingInput(text) for text in texts])
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,24 +86,23 @@ class Evaluation:
         }
 
 
-async def evaluate(selector: SemanticSelector, items: Sequence[LabelledPrompt],
+async def evaluate(router: SemanticRouter, items: Sequence[LabelledPrompt],
                    bar: ProgressBar | None = None) -> Evaluation:
-    scorer = selector.scorer
-    names = [i.name for i in scorer.instances]
-    check_labels(items, [*names, selector.spec.catchall], "labelled data")
-    await scorer.score_many(["warm up"])  # model load and reference build are not timed
+    names = router.names
+    check_labels(items, [*names, router.spec.catchall], "labelled data")
+    await router.score_many(["warm up"])  # model load and reference build are not timed
     decisions: list[Decision] = []
     started = time.perf_counter()
     for start in range(0, len(items), CHUNK):
         chunk = items[start:start + CHUNK]
-        decisions += await route_batch(selector, [i.text for i in chunk])
+        decisions += await route_batch(router, [i.text for i in chunk])
         if bar is not None:
             bar.advance(len(chunk))
     seconds = time.perf_counter() - started
     if bar is not None:
         bar.close()
-    return Evaluation(selector.route_id, selector.spec.catchall, tuple(names),
-                      {i.name: i.threshold for i in scorer.instances}, items, decisions, seconds)
+    return Evaluation(router.route_id, router.spec.catchall, tuple(names),
+                      dict(zip(names, router.thresholds, strict=True)), items, decisions, seconds)
 
 
 def _pct(value: float | None) -> str:
@@ -152,10 +141,24 @@ def render(ev: Evaluation) -> str:
     return "\n".join(lines)
 
 
+# Instance names up to this long head their own column; longer ones are numbered,
+# so a matrix of long names stays one screen wide and every name stays whole.
+NAMED_COLUMNS = 12
+
+
 def _matrix_text(c: Confusion) -> str:
-    width = max(6, *(len(n) for n in c.labels)) + 1
-    short = [n[:6] for n in c.labels]
-    head = " " * width + "".join(f"{n:>7}" for n in short)
-    rows = [f"{name:<{width}}" + "".join(f"{v:>7}" for v in row)
-            for name, row in zip(c.labels, np.asarray(c.counts).tolist(), strict=True)]
-    return "\n".join([head, *rows])
+    counts = np.asarray(c.counts).tolist()
+    widest = max(len(n) for n in c.labels)
+    if widest <= NAMED_COLUMNS:
+        col = max(6, widest) + 1
+        head = " " * (widest + 1) + "".join(f"{n:>{col}}" for n in c.labels)
+        rows = [f"{name:<{widest + 1}}" + "".join(f"{v:>{col}}" for v in row)
+                for name, row in zip(c.labels, counts, strict=True)]
+        return "\n".join([head, *rows])
+    col = max(6, *(len(str(v)) + 1 for row in counts for v in row))
+    tag = len(str(len(c.labels)))
+    head = " " * (tag + widest + 3) + "".join(f"{f'#{i}':>{col}}"
+                                                for i in range(1, len(c.labels) + 1))
+    rows = [f"#{i:<{tag}} {name:<{widest + 1}}" + "".join(f"{v:>{col}}" for v in row)
+            for i, (name, row) in enumerate(zip(c.labels, counts, strict=True), start=1)]
+    return "\n".join([head, *rows, "(columns numbered as the rows)"])

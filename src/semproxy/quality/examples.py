@@ -29,13 +29,13 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from semproxy.balancer.similarity import (
+from semproxy.semantic.scorer import centered
+from semproxy.semantic.similarity import (
     AGGREGATIONS,
     instance_scores,
     normalize,
     segment_sum_norms,
 )
-from semproxy.embeddings.scorer import centered
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.intp]

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from semproxy.server.request import routing_text
+from semproxy.semantic.query import routing_text
 
 
 class LabelledDataError(ValueError):

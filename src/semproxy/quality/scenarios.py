@@ -14,7 +14,6 @@ set of ~200 prompts moves by half a point per prompt.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,38 +24,10 @@ from semproxy.config.loader import load_file
 from semproxy.config.runtime import GatewayConfig
 from semproxy.quality.evaluate import Evaluation, evaluate
 from semproxy.quality.labelled import LabelledDataError, LabelledPrompt, load_jsonl
-from semproxy.server.routes import open_selector
+from semproxy.quality.rate import Rate
+from semproxy.semantic.router import router_for
 
 KINDS = ("clear", "near_miss", "out_of_scope")
-Z95 = 1.959964  # two-sided 95% normal quantile
-
-
-@dataclass(frozen=True, slots=True)
-class Rate:
-    """k successes out of n, with the 95% Wilson score interval."""
-
-    k: int
-    n: int
-
-    @property
-    def value(self) -> float | None:
-        return self.k / self.n if self.n else None
-
-    def interval(self) -> tuple[float, float]:
-        # Wilson rather than value +- 1.96 se: it stays inside [0, 1] and keeps
-        # its coverage near 0% and 100%, where small sets often sit.
-        if not self.n:
-            return 0.0, 1.0
-        p, n, z2 = self.k / self.n, self.n, Z95 * Z95
-        centre = (p + z2 / (2 * n)) / (1 + z2 / n)
-        half = Z95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-        return max(0.0, centre - half), min(1.0, centre + half)
-
-    def text(self) -> str:
-        if not self.n:
-            return "n/a (n=0)"
-        low, high = self.interval()
-        return f"{100 * self.k / self.n:5.1f}% [{100 * low:4.1f}, {100 * high:5.1f}] n={self.n}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +62,7 @@ def find_scenarios(root: str | Path) -> list[Path]:
 
 
 async def evaluate_scenario(scenario: Scenario) -> Evaluation:
-    async with open_selector(scenario.config, scenario.route) as selector:
+    async with router_for(scenario.config, scenario.route) as selector:
         return await evaluate(selector, scenario.items)
 
 

@@ -12,14 +12,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from semproxy.balancer.semantic import decide
 from semproxy.config.runtime import RouteSpec
 from semproxy.quality import calibrate as cal
 from semproxy.quality.evaluate import CHUNK
 from semproxy.quality.labelled import LabelledPrompt
 from semproxy.quality.metrics import Confusion
 from semproxy.quality.progress import ProgressBar
-from semproxy.server.routes import SemanticSelector
+from semproxy.semantic.router import SemanticRouter
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +42,7 @@ class Proposal:
     measured: tuple[tuple[str, Confusion], ...]  # (name, pooled out-of-fold confusion)
 
 
-async def score_all(selector: SemanticSelector, items: Sequence[LabelledPrompt],
+async def score_all(router: SemanticRouter, items: Sequence[LabelledPrompt],
                     bar: ProgressBar | None = None) -> Scored:
     """Blank prompts are scored as zero vectors: 0 everywhere, a catchall-like row.
 
@@ -52,31 +51,30 @@ async def score_all(selector: SemanticSelector, items: Sequence[LabelledPrompt],
     texts = [i.text for i in items]
     parts, negs = [], []
     for start in range(0, len(texts), CHUNK):
-        _, scores, negative = await selector.scorer.score_many(texts[start:start + CHUNK])
+        scores, negative = await router.score_many(texts[start:start + CHUNK])
         parts.append(scores)
         negs.append(negative)
         if bar is not None:
             bar.advance(len(scores))
     if bar is not None:
         bar.close()
-    labels = (*selector.scorer.names, selector.spec.catchall)
+    labels = (*router.names, router.spec.catchall)
     index = {name: i for i, name in enumerate(labels)}
     expected = np.array([index[i.instance or labels[-1]] for i in items], dtype=np.intp)
     negative = None if any(n is None for n in negs) else np.vstack(negs)  # type: ignore[arg-type]
     return Scored(labels, np.vstack(parts), negative, expected)
 
 
-def measure(selector: SemanticSelector, scored: Scored, thresholds: Sequence[float],
+def measure(router: SemanticRouter, scored: Scored, thresholds: Sequence[float],
             rows: np.ndarray) -> Confusion:
-    """The decisions `decide` itself makes with these thresholds, as a confusion matrix."""
-    spec, labels, neg = selector.spec, scored.labels, scored.negative
-    got = [decide(labels[:-1], scored.scores[i], thresholds, spec.catchall,
-                  min_margin=spec.min_margin, negative=None if neg is None else neg[i]).pick
+    """The decisions the router's own rule makes with these thresholds, as a confusion matrix."""
+    labels, neg = scored.labels, scored.negative
+    got = [router.decide(scored.scores[i], None if neg is None else neg[i], thresholds).pick
            for i in rows]
     return Confusion.from_names(labels, [labels[e] for e in scored.expected[rows]], got)
 
 
-def propose(selector: SemanticSelector, scored: Scored, texts: Sequence[str],
+def propose(router: SemanticRouter, scored: Scored, texts: Sequence[str],
             goal: Callable[[Confusion], cal.Score], folds: int = 5) -> Proposal:
     """Fit on all prompts; measure the fit by k-fold cross-validation.
 
@@ -90,10 +88,10 @@ def propose(selector: SemanticSelector, scored: Scored, texts: Sequence[str],
 
     def fit_on(rows: np.ndarray) -> cal.Fit:
         return cal.fit(scored.labels, scored.scores[rows], scored.expected[rows], goal,
-                       selector.spec.min_margin, None if neg is None else neg[rows])
+                       router.spec.min_margin, None if neg is None else neg[rows])
 
     every = np.arange(n)
-    before = [i.threshold for i in selector.scorer.instances]
+    before = list(router.thresholds)
     single = per = Confusion.from_codes(scored.labels, np.empty(0, np.intp),
                                         np.empty(0, np.intp))
     chosen = []
@@ -103,9 +101,9 @@ def propose(selector: SemanticSelector, scored: Scored, texts: Sequence[str],
             continue
         part = fit_on(rest)
         chosen.append(part.threshold)
-        single += measure(selector, scored, [part.threshold] * len(before), held)
-        per += measure(selector, scored, list(part.thresholds), held)
-    measured = (("before (config)", measure(selector, scored, before, every)),
+        single += measure(router, scored, [part.threshold] * len(before), held)
+        per += measure(router, scored, list(part.thresholds), held)
+    measured = (("before (config)", measure(router, scored, before, every)),
                 ("threshold (cross-validated)", single),
                 ("+ per-instance (cross-validated)", per))
     return Proposal(fit_on(every), k, n, tuple(chosen), measured)

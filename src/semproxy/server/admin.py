@@ -13,28 +13,37 @@ import hmac
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import orjson
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from semproxy.config.loader import load_data
-from semproxy.config.masking import MASK, mask_secrets, masked_paths, restore_masked
-from semproxy.config.runtime import GatewayConfig, admin_refusal
+from semproxy.config.masking import (
+    MASK,
+    mask_secrets,
+    masked_paths,
+    restore_masked,
+    with_references,
+)
+from semproxy.config.runtime import GatewayConfig, admin_refusal, is_loopback
 from semproxy.config.secrets import variables_outside_credentials
 from semproxy.config.source import SourceError
 from semproxy.errors import (
     BadRequestError,
     ConfigError,
+    ForbiddenError,
     NotFoundError,
     UnauthorizedError,
     UnavailableError,
 )
+from semproxy.semantic.explain import explain_with
+from semproxy.semantic.query import routing_text
 from semproxy.server.app import Gateway, error_middleware, json_response
-from semproxy.server.explain import explain_with
 from semproxy.server.playground import MAX_EXAMPLE_CHARS, is_public
 from semproxy.server.reload import ConfigWatcher
-from semproxy.server.request import parse_object, routing_text
+from semproxy.server.request import parse_object
 
 log = logging.getLogger("semproxy.admin")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -44,6 +53,34 @@ class ConfigStore(Protocol):
     """Where admin writes are persisted (file or etcd)."""
 
     async def save(self, document: dict[str, Any]) -> None: ...
+
+
+def browser_refusal(request: web.Request, is_keyless: bool) -> str | None:
+    """Why a request that a web page may have sent is refused, or None.
+
+    A page on another site can make the browser call the admin listener; the
+    browser then marks it with `Origin` (and `Sec-Fetch-Site`). Those are refused
+    whatever the key. Without a key, a page can also point its own host name at
+    127.0.0.1 (DNS rebinding) and be same-origin with it: the keyless admin
+    therefore answers only to a loopback name in `Host`.
+    """
+    host = request.headers.get("Host", "")
+    origin = request.headers.get("Origin")
+    if origin is not None and urlsplit(origin).netloc.lower() != host.lower():
+        return "cross-origin requests to the admin API are refused"
+    if request.headers.get("Sec-Fetch-Site") == "cross-site":
+        return "cross-site requests to the admin API are refused"
+    if is_keyless and not is_loopback_host(host):
+        return "the keyless admin API answers only to a loopback Host (127.0.0.1, localhost)"
+    return None
+
+
+def is_loopback_host(host: str) -> bool:
+    try:
+        name = urlsplit(f"//{host}").hostname or ""
+    except ValueError:
+        return False
+    return name == "localhost" or is_loopback(f"{name}:0")
 
 
 def check_admin_settings(config: GatewayConfig) -> str | None:
@@ -74,6 +111,9 @@ class AdminAPI:
             given = request.headers.get("X-API-KEY", "")
             if not expected and check_admin_settings(config) is not None:
                 raise UnauthorizedError("the admin API has no key configured")
+            refusal = browser_refusal(request, is_keyless=not expected)
+            if refusal is not None:
+                raise ForbiddenError(refusal)
             if expected and not hmac.compare_digest(given.encode(), expected.encode()):
                 raise UnauthorizedError("missing or wrong X-API-KEY")
             return await handler(request)
@@ -96,7 +136,8 @@ class AdminAPI:
     async def get_config(self, request: web.Request) -> web.Response:
         config = self.gateway.config
         effective = config.raw.model_dump(mode="json", by_alias=True, exclude_none=True)
-        return json_response({"version": config.version, "config": mask_secrets(effective)})
+        shown = mask_secrets(with_references(effective, dict(config.document)))
+        return json_response({"version": config.version, "config": shown})
 
     async def list_routes(self, request: web.Request) -> web.Response:
         table = self.gateway.table

@@ -38,7 +38,10 @@ class Gateway:
                  observer: RequestObserver | None = None) -> None:
         self.clients = HttpClients()
         self.observer: RequestObserver = observer or SilentObserver()
-        self.table = RouteTable(config, EmbedderPool(self.clients), self.observer)
+        self.table = RouteTable(config, self._pool(), self.observer)
+
+    def _pool(self) -> EmbedderPool:
+        return EmbedderPool(self.clients, self.observer.on_embedding_cache)
 
     @property
     def config(self) -> GatewayConfig:
@@ -55,7 +58,7 @@ class Gateway:
         The new table's health checks start before the swap; the old table's stop
         after it. Health state is per version: the new one starts all healthy.
         """
-        table = RouteTable(config, EmbedderPool(self.clients), self.observer)
+        table = RouteTable(config, self._pool(), self.observer)
         await table.warm()
         table.start_checks()
         old, self.table = self.table, table

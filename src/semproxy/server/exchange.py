@@ -18,10 +18,10 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from semproxy.balancer.semantic import Decision
 from semproxy.observability.logging import log_line
 from semproxy.observability.observer import RequestObserver
 from semproxy.protocols.contract import ClientProtocol, Parsed
+from semproxy.semantic.decision import Decision
 from semproxy.server.inbound import CHAT
 from semproxy.server.routes import RouteState
 

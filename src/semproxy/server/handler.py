@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +16,6 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from semproxy.balancer.semantic import Decision
 from semproxy.config.runtime import InstanceSpec
 from semproxy.errors import (
     BadRequestError,
@@ -34,6 +32,8 @@ from semproxy.protocols.models import anthropic_list, openai_list
 from semproxy.providers.base import EmbeddingsRelay, NativeRelay, Reply
 from semproxy.providers.http import HttpClients
 from semproxy.providers.sse import sse_events
+from semproxy.semantic.decision import Decision
+from semproxy.semantic.query import RoutingInput
 from semproxy.server.auth import authenticate
 from semproxy.server.exchange import (
     Attempt,
@@ -50,6 +50,7 @@ from semproxy.server.routes import Candidates, RouteState, RouteTable
 log = logging.getLogger("semproxy.proxy")
 
 SSE = "text/event-stream"
+LARGE_BODY = 256 * 1024  # relayed by `relay_large`; smaller bodies in one `web.Response`
 REQUEST_ID = web.RequestKey("semproxy.request_id", str)  # read by the error middleware
 
 
@@ -96,6 +97,10 @@ async def serve(request: web.Request, exchange: Exchange, table: RouteTable,
         request, route.spec.max_body, table.config.client_body_timeout_s))
     payload = exchange.payload = parsed.payload
     exchange.parsed = parsed
+    # The model as the client wrote it: the instance's configured one can come from
+    # the environment (`options.model: ${VAR}`) and has no place in every log line.
+    model = payload.get("model")
+    exchange.model = model if isinstance(model, str) else None
     if route.semantic is not None and parsed.text is not None:
         exchange.decision = await decide(route, parsed.text, observer)
     candidates = route.candidates(request, exchange.decision, exchange.consumer)
@@ -116,11 +121,9 @@ async def decide(route: RouteState, text: str, observer: RequestObserver) -> Dec
     """Route on `text`, the user's own words as the client protocol tells them."""
     assert route.semantic is not None
     started = time.monotonic()
-    hits = route.semantic.hits
-    decision = await route.semantic.decide(text)
+    decision, cached = await route.semantic.route(RoutingInput(text))
     if decision.ranking:
-        observer.on_embedding(route.spec.id, time.monotonic() - started,
-                              route.semantic.hits > hits)
+        observer.on_embedding(route.spec.id, time.monotonic() - started, cached)
     observer.on_semantic(route.spec.id, decision,
                          text if route.spec.logging.payloads else None)
     return decision
@@ -152,7 +155,6 @@ async def failover(request: web.Request, exchange: Exchange, candidates: Candida
         health.claim(name)
         result = await _attempt(route, name, payload, clients, exchange)
         _record(exchange, observer, name, result)
-        exchange.model = _model(route.by_name[name].options, payload)
         nxt = candidates.next(tried | skip) if _may_retry(exchange, result) else None
         if nxt is None:
             return await _conclude(request, exchange, result)
@@ -219,12 +221,6 @@ async def _embeddings(instance: InstanceSpec, clients: HttpClients, body: dict[s
     return await provider.relay_embeddings(clients, target, body, rid)
 
 
-def _model(options: Mapping[str, Any], payload: dict[str, Any]) -> str | None:
-    """The model asked of the instance: its configured one overrides the client's."""
-    model = options.get("model", payload.get("model"))
-    return model if isinstance(model, str) else None
-
-
 def _is_stream(reply: Reply) -> bool:
     return reply.status == 200 and reply.content_type.startswith(SSE)
 
@@ -275,15 +271,19 @@ async def _conclude(request: web.Request, exchange: Exchange, result: Result
                     ) -> web.StreamResponse:
     """Relay the last answer; with none, report every instance tried and why."""
     if _failed(exchange, result):
-        _log_exhausted(exchange)
+        _log_exhausted(exchange, result)
     if result.reply is not None:
         return await relay(request, exchange, result.reply, result.body, result.native)
-    tried = ", ".join(f"{a.instance} {a.describe()}" for a in exchange.attempts)
-    # A broken answer (too large, invalid status, corrupt body) says why; refused and
-    # timed-out attempts are described by their outcome already.
-    last = f"; {result.error.message}" if type(result.error) is UpstreamError else ""
-    error: UpstreamError = UpstreamError(
-        f"no instance could serve the request; tried: {tried}{last}")
+    message = "no instance could serve the request"
+    if exchange.route is not None and exchange.route.spec.debug_headers:
+        # Instance names, outcomes and upstream addresses describe the deployment:
+        # only for routes whose debug switch is on (they are always in the log).
+        tried = ", ".join(f"{a.instance} {a.describe()}" for a in exchange.attempts)
+        # A broken answer (too large, invalid status, corrupt body) says why; refused
+        # and timed-out attempts are described by their outcome already.
+        last = f"; {result.error.message}" if type(result.error) is UpstreamError else ""
+        message += f"; tried: {tried}{last}"
+    error: UpstreamError = UpstreamError(message)
     if len(exchange.attempts) == 1 and isinstance(result.error, UpstreamTimeoutError):
         error = UpstreamTimeoutError(error.message)
     body = exchange.protocol.error(error.status, error.message, error.type, error.code)
@@ -291,11 +291,12 @@ async def _conclude(request: web.Request, exchange: Exchange, result: Result
                         content_type="application/json")
 
 
-def _log_exhausted(exchange: Exchange) -> None:
+def _log_exhausted(exchange: Exchange, result: Result) -> None:
     assert exchange.route is not None
     tried = ", ".join(f"{a.instance} ({a.outcome})" for a in exchange.attempts)
-    log.warning("route %s: giving up after %d attempt(s): %s", exchange.route.spec.id,
-                len(exchange.attempts), tried)
+    last = f"; {result.error.message}" if type(result.error) is UpstreamError else ""
+    log.warning("route %s: giving up after %d attempt(s): %s%s", exchange.route.spec.id,
+                len(exchange.attempts), tried, last)
 
 
 def debug_headers(exchange: Exchange) -> dict[str, str]:
@@ -334,6 +335,8 @@ async def relay(request: web.Request, exchange: Exchange, reply: Reply, body: by
     else:
         headers["Content-Type"] = reply.content_type or "application/json"
     exchange.response_body = body
+    if len(body) >= LARGE_BODY:
+        return await relay_large(request, reply.status, headers, body)
     return web.Response(body=body, status=reply.status, headers=headers)
 
 
@@ -360,6 +363,27 @@ def upstream_error(body: bytes, status: int) -> tuple[str, str, str | None]:
         return (error["message"], str(error.get("type") or "upstream_error"),
                 code if isinstance(code, str) else None)
     return f"upstream answered HTTP {status}", "upstream_error", None
+
+
+async def relay_large(request: web.Request, status: int, headers: dict[str, str], body: bytes
+                      ) -> web.StreamResponse:
+    """Send a big body, and let it go at once if the client left while it was sent.
+
+    aiohttp reports a lost client through a future whose exception's traceback
+    leads back to the future (a reference cycle). With `web.Response` that cycle
+    also reaches the response and so the body; the worker's GC tuning may then
+    keep it for a long time. Here the traceback is dropped where the error is
+    caught, so nothing of this request stays reachable from the cycle.
+    """
+    response = web.StreamResponse(status=status, headers=headers)
+    response.content_length = len(body)
+    try:
+        await response.prepare(request)
+        await response.write(body)
+        await response.write_eof()
+    except ConnectionError as exc:  # aiohttp's ClientConnectionResetError is one too
+        exc.__traceback__ = None
+    return response
 
 
 async def relay_stream(request: web.Request, exchange: Exchange, reply: Reply,

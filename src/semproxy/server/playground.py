@@ -5,15 +5,19 @@ only thing served without the admin key; the page asks for the key and sends
 it as `X-API-KEY` on every call, so it never appears in a URL or a log line.
 
 Batch endpoints take labelled JSONL as the body (the format `semproxy eval`
-reads) and run on a selector built apart from the live one, so a batch never
-fills the live embedding cache or trips its circuit breaker. Nothing here
-changes the config: the page applies a proposal with PUT /admin/routes/{id}.
+reads) and run on a router built apart from the live one, so a batch never
+fills the live embedding cache or trips its circuit breaker. Applying a proposal
+to a config file rewrites only its thresholds, in place (comments and layout
+kept, as the download does), then reloads; a config in etcd takes the patched
+route through PUT /admin/routes/{id}.
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import math
+import os
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -23,11 +27,15 @@ import yaml
 from aiohttp import web
 
 from semproxy.config.edit import ConfigEditError, set_thresholds
+from semproxy.config.loader import load_text
 from semproxy.config.masking import mask_secrets, mask_text
 from semproxy.errors import (
     BadRequestError,
+    ConfigError,
     EmbeddingError,
+    NotFoundError,
     PayloadTooLargeError,
+    UnavailableError,
     UpstreamError,
 )
 from semproxy.observability.decisions import DecisionLog
@@ -36,8 +44,10 @@ from semproxy.quality.evaluate import Evaluation, evaluate
 from semproxy.quality.labelled import LabelledDataError, LabelledPrompt, check_labels, parse_lines
 from semproxy.quality.metrics import Confusion
 from semproxy.quality.tuning import Proposal, propose, score_all, thresholds_to_write
+from semproxy.semantic.router import router_for
 from semproxy.server.app import Gateway, json_response
-from semproxy.server.routes import open_selector
+from semproxy.server.reload import ConfigWatcher
+from semproxy.server.request import parse_object
 
 MAX_LINES = 5000
 MAX_BYTES = 8 << 20
@@ -63,10 +73,11 @@ def is_public(request: web.Request) -> bool:
 
 class Playground:
     def __init__(self, gateway: Gateway, decisions: DecisionLog,
-                 config_path: Path | None = None) -> None:
+                 config_path: Path | None = None, watcher: ConfigWatcher | None = None) -> None:
         self.gateway = gateway
         self.decisions = decisions
         self.config_path = config_path  # the file as written, for a download with comments
+        self.watcher = watcher
 
     def mount(self, app: web.Application) -> None:
         r = app.router
@@ -74,6 +85,7 @@ class Playground:
         r.add_get("/ui/{name:(app\\.js|style\\.css)?}", self.page)
         r.add_post("/admin/routes/{id}/eval", self.eval)
         r.add_post("/admin/routes/{id}/calibrate", self.calibrate)
+        r.add_post("/admin/routes/{id}/thresholds", self.apply_thresholds)
         r.add_get("/admin/decisions", self.recent)
         r.add_get("/admin/decisions/stream", self.stream)
 
@@ -87,9 +99,9 @@ class Playground:
 
     async def eval(self, request: web.Request) -> web.Response:
         items = await read_labelled(request)
-        async with open_selector(self.gateway.config, request.match_info["id"]) as selector:
+        async with router_for(self.gateway.config, request.match_info["id"]) as router:
             try:
-                result = await evaluate(selector, items)
+                result = await evaluate(router, items)
             except LabelledDataError as exc:
                 raise BadRequestError(str(exc)) from exc
             except EmbeddingError as exc:
@@ -101,17 +113,17 @@ class Playground:
         objective, folds, per_instance = calibrate_options(request.query)
         items = await read_labelled(request)
         config = self.gateway.config
-        async with open_selector(config, route_id) as selector:
-            names = selector.scorer.names
+        async with router_for(config, route_id) as router:
+            names = router.names
             try:
-                check_labels(items, [*names, selector.spec.catchall], "labelled data")
-                scored = await score_all(selector, items)
+                check_labels(items, [*names, router.spec.catchall], "labelled data")
+                scored = await score_all(router, items)
             except LabelledDataError as exc:
                 raise BadRequestError(str(exc)) from exc
             except EmbeddingError as exc:
                 raise UpstreamError(f"embedding failed: {exc}") from exc
             # The fit is seconds of numpy on big files: keep the gateway's loop free.
-            found = await asyncio.to_thread(propose, selector, scored,
+            found = await asyncio.to_thread(propose, router, scored,
                                             [i.text for i in items], cal.objective(objective),
                                             folds)
         spec = next(r for r in config.routes if r.id == route_id)
@@ -119,7 +131,43 @@ class Playground:
         body = proposal_body(objective, found)
         body["per_instance"] = written
         body.update(await self._patched(route_id, found.fitted.threshold, written))
+        body["in_place"] = self.config_path is not None and self.watcher is not None
         return json_response(body)
+
+    async def apply_thresholds(self, request: web.Request) -> web.Response:
+        """Write thresholds into the config file in place, validate, then reload.
+
+        Only the thresholds change; comments, order and `${VAR}` references stay
+        as written. The edited text must load before it replaces the file.
+        """
+        if self.config_path is None or self.watcher is None:
+            raise BadRequestError("the config is not a file: apply with PUT /admin/routes/{id}")
+        route_id = request.match_info["id"]
+        threshold, per_instance = parse_thresholds(parse_object(await request.read()))
+        route = self.gateway.table.by_id.get(route_id)
+        if route is None:
+            raise NotFoundError(f"no route with id {route_id!r}")
+        unknown = set(per_instance) - {i.name for i in route.spec.instances}
+        if unknown:
+            raise BadRequestError(f"per_instance: no instance named {', '.join(sorted(unknown))}")
+        path = self.config_path
+        try:
+            text = await asyncio.to_thread(path.read_text, "utf-8")
+            patched = set_thresholds(text, route_id, threshold, per_instance)
+            config = await asyncio.to_thread(load_text, patched, str(path))
+            await asyncio.to_thread(replace_file, path, patched)
+        except OSError as exc:
+            raise UnavailableError(f"config file unavailable: {exc.strerror}") from exc
+        except ConfigEditError as exc:
+            raise BadRequestError(f"cannot rewrite thresholds: {exc}") from exc
+        except ConfigError as exc:
+            # admin.py mounts this module, so its rejection class is imported here.
+            from semproxy.server.admin import ConfigRejected
+
+            raise ConfigRejected(exc.errors) from exc
+        await self.watcher.reload()
+        return json_response({"version": config.version,
+                              "applied": self.gateway.table.version == config.version})
 
     async def _patched(self, route_id: str, threshold: float, per_instance: dict[str, float]
                        ) -> dict[str, Any]:
@@ -168,6 +216,29 @@ class Playground:
             return response
         finally:
             self.decisions.unlisten(queue)
+
+
+def parse_thresholds(body: dict[str, Any]) -> tuple[float, dict[str, float]]:
+    """`{"threshold": t, "per_instance": {name: t}}`, every t a number in [-1, 1]."""
+    def check(value: Any, where: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) \
+                or not math.isfinite(value) or not -1 <= value <= 1:
+            raise BadRequestError(f"{where}: threshold must be a number in [-1, 1]")
+        return float(value)
+
+    per_instance = body.get("per_instance") or {}
+    if not isinstance(per_instance, dict):
+        raise BadRequestError("per_instance: expected an object of instance: threshold")
+    return check(body.get("threshold"), "threshold"), {
+        str(name): check(value, f"per_instance.{name}") for name, value in per_instance.items()}
+
+
+def replace_file(path: Path, text: str) -> None:
+    """Write beside the file, keep its permissions, then rename over it (atomic)."""
+    tmp = path.with_name(f".{path.name}.apply.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.chmod(tmp, path.stat().st_mode & 0o7777)
+    os.replace(tmp, path)
 
 
 def sse(item: dict[str, Any]) -> bytes:

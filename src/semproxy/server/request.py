@@ -1,4 +1,7 @@
-"""Reading and checking the client's request: size limit, JSON, chat shape, text to route on."""
+"""Reading and checking the client's request: size limit, JSON, chat shape.
+
+What semantic routing reads from it is `semantic/query.py`.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +14,6 @@ from aiohttp import web
 from semproxy.errors import BadRequestError, PayloadTooLargeError, RequestTimeoutError
 from semproxy.types import is_deeper_than
 
-# The semantic router embeds at most this much of the prompt: enough to capture
-# intent, small enough that a pasted document cannot make routing expensive.
-MAX_ROUTING_TEXT = 16 * 1024
 # Deeper JSON is refused: nothing in a chat request nests this far, and orjson
 # cannot serialise past 255 levels, so a deeper body would fail on its way upstream.
 MAX_JSON_DEPTH = 128
@@ -74,26 +74,3 @@ def parse_chat(body: bytes) -> dict[str, Any]:
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             raise BadRequestError(f"messages[{i}] must be an object with a string 'role'")
     return payload
-
-
-def routing_text(payload: dict[str, Any]) -> str:
-    """The text semantic routing looks at: the last user message, capped.
-
-    A content array contributes its text parts joined with a space; images and
-    other parts carry no text to compare, so they are skipped.
-    """
-    for message in reversed(payload["messages"]):
-        if message.get("role") != "user":
-            continue
-        content = message.get("content")
-        if isinstance(content, str):
-            text = content
-        elif isinstance(content, list):
-            text = " ".join(
-                part["text"] for part in content
-                if isinstance(part, dict) and isinstance(part.get("text"), str)
-            )
-        else:
-            text = ""
-        return text[:MAX_ROUTING_TEXT].strip()
-    return ""

@@ -7,9 +7,7 @@ that started on it; a reload builds a new table and swaps it in whole.
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Collection, Iterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -17,17 +15,15 @@ from aiohttp import web
 
 from semproxy.balancer import Picker
 from semproxy.balancer.priority import build_picker
-from semproxy.balancer.semantic import NO_USER_TEXT, Decision, decide, fallback
-from semproxy.config.runtime import GatewayConfig, InstanceSpec, RouteSpec, SemanticSpec
+from semproxy.config.runtime import GatewayConfig, InstanceSpec, RouteSpec
 from semproxy.embeddings.factory import EmbedderPool
-from semproxy.embeddings.scorer import PromptScorer, References, ScoredInstance
-from semproxy.errors import BadRequestError, EmbeddingError, MethodNotAllowedError, NotFoundError
+from semproxy.errors import MethodNotAllowedError, NotFoundError
 from semproxy.health.active import ActiveChecker
 from semproxy.health.state import HealthState
-from semproxy.observability.logging import log_line
 from semproxy.observability.observer import RequestObserver
 from semproxy.providers.base import NativeRelay
-from semproxy.providers.http import HttpClients
+from semproxy.semantic.decision import Decision
+from semproxy.semantic.router import SemanticRouter, open_router
 from semproxy.server.hashkey import hash_key
 
 log = logging.getLogger("semproxy.routing")
@@ -59,76 +55,12 @@ class Candidates:
         return self.picker.pick(self.names, key=self.key, exclude=exclude)
 
 
-class SemanticSelector:
-    """Embeds a prompt, scores it and decides, failing open to the catchall."""
-
-    def __init__(self, route: RouteSpec, spec: SemanticSpec, pool: EmbedderPool) -> None:
-        self.route_id = route.id
-        self.spec = spec
-        with_examples = [i for i in route.instances if i.examples]
-        self.scorer = PromptScorer(
-            [ScoredInstance(i.name, i.examples, i.negative_examples,
-                            spec.threshold if i.threshold is None else i.threshold)
-             for i in with_examples],
-            pool.get(spec.embeddings), spec.aggregation, spec.k, spec.center,
-        )
-        # A repeated prompt gets the decision it got before, as long as the
-        # reference vectors it was scored against are still the current ones:
-        # no embedding, no matrix product. Only scored decisions are kept;
-        # failures are retried on the next request.
-        self._decisions: OrderedDict[str, tuple[References, Decision]] = OrderedDict()
-        self._max_decisions = spec.embeddings.cache_size
-        self.hits = 0
-
-    def _remembered(self, text: str) -> Decision | None:
-        entry = self._decisions.get(text)
-        if entry is None or entry[0] is not self.scorer.current:
-            return None
-        self._decisions.move_to_end(text)
-        self.hits += 1
-        return entry[1]
-
-    def _remember(self, text: str, refs: References, decision: Decision) -> None:
-        if self._max_decisions <= 0:
-            return
-        self._decisions[text] = (refs, decision)
-        if len(self._decisions) > self._max_decisions:
-            self._decisions.popitem(last=False)
-
-    async def decide(self, text: str) -> Decision:
-        if not text:
-            return fallback(self.spec.catchall, NO_USER_TEXT)
-        decision = self._remembered(text)
-        if decision is None:
-            decision = await self._score(text)
-        if decision.ranking and not decision.matched and log.isEnabledFor(logging.WARNING):
-            log_line(log, logging.WARNING, "semantic routing: no instance cleared threshold "
-                     f"(scores: {decision.scores_text}), falling back")
-        return decision
-
-    async def _score(self, text: str) -> Decision:
-        try:
-            refs, scores, negative = await self.scorer.score(text)
-        except EmbeddingError as exc:
-            log.warning("semantic routing: %s on route %s, serving %s", exc, self.route_id,
-                        self.spec.catchall)
-            return fallback(self.spec.catchall, exc.reason)
-        except Exception as exc:  # fail-open: routing must never turn a request into a 5xx
-            log.warning("semantic routing: unexpected %s on route %s, serving %s",
-                        type(exc).__name__, self.route_id, self.spec.catchall)
-            return fallback(self.spec.catchall, "embedding_error")
-        decision = decide(refs.names, scores, refs.thresholds, self.spec.catchall,
-                          min_margin=self.spec.min_margin, negative=negative)
-        self._remember(text, refs, decision)
-        return decision
-
-
 @dataclass
 class RouteState:
     spec: RouteSpec
     picker: Picker
     health: HealthState
-    semantic: SemanticSelector | None = None
+    semantic: SemanticRouter | None = None
     by_name: dict[str, InstanceSpec] = field(default_factory=dict)
     checker: ActiveChecker | None = None  # started and stopped by the Gateway
 
@@ -182,7 +114,7 @@ def build_route(spec: RouteSpec, pool: EmbedderPool,
     health = HealthState([i.name for i in spec.instances], passive, listener=listener)
     state = RouteState(spec, picker, health, by_name={i.name: i for i in spec.instances})
     if spec.semantic is not None:
-        state.semantic = SemanticSelector(spec, spec.semantic, pool)
+        state.semantic = open_router(spec, pool.get(spec.semantic.embeddings))
     active = {i.name: (i.target.url, i.checks.active) for i in spec.instances
               if i.checks and i.checks.active}
     if active:
@@ -228,7 +160,7 @@ class RouteTable:
             if route.checker is not None:
                 await route.checker.stop()
 
-    def semantic_selectors(self) -> Iterator[SemanticSelector]:
+    def semantic_routers(self) -> Iterator[SemanticRouter]:
         return (r.semantic for r in self.routes if r.semantic is not None)
 
     async def warm(self) -> None:
@@ -236,25 +168,9 @@ class RouteTable:
 
         A failure is only logged: requests fail open and retry the build.
         """
-        for selector in self.semantic_selectors():
+        for router in self.semantic_routers():
             try:
-                await selector.scorer.references()
+                await router.references()
             except Exception as exc:  # fail-open: a dead embedder must not block startup
                 log.warning("semantic routing: reference build failed for route %s: %s",
-                            selector.route_id, exc)
-
-
-@asynccontextmanager
-async def open_selector(config: GatewayConfig, route_id: str) -> AsyncIterator[SemanticSelector]:
-    """The route's selector, built as the gateway builds it; HTTP clients closed on exit."""
-    spec = next((r for r in config.routes if r.id == route_id), None)
-    if spec is None:
-        raise NotFoundError(f"no route with id {route_id!r}")
-    clients = HttpClients()
-    try:
-        route = build_route(spec, EmbedderPool(clients))
-        if route.semantic is None:
-            raise BadRequestError(f"route {route_id!r} does not use semantic balancing")
-        yield route.semantic
-    finally:
-        await clients.aclose()
+                            router.route_id, exc)

@@ -130,7 +130,7 @@ async def _start_admin(running: RunningGateway, metrics: Metrics, decisions: Dec
     app = api.app()
     app.on_response_prepare.append(stamp_headers)
     config_path = source.path if isinstance(source, FileSource) else None
-    Playground(running.gateway, decisions, config_path).mount(app)
+    Playground(running.gateway, decisions, config_path, running.watcher).mount(app)
     running.admin_host = split_listen(config.admin.listen)[0]
     running.admin_runner, running.admin_port = await _listen(
         app, config.admin.listen, reuse_port, 1.0, max_connections)

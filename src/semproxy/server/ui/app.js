@@ -8,7 +8,7 @@ const DEBOUNCE_MS = 250;
 const LIVE_ROWS = 200;
 const $ = (id) => document.getElementById(id);
 
-const state = { routes: [], explainSeq: 0, timer: null, live: null, proposal: null };
+const state = { routes: [], explainSeq: 0, timer: null, live: null, proposal: null, shown: null };
 
 // -- small DOM and HTTP helpers ----------------------------------------------
 
@@ -52,7 +52,7 @@ class ApiError extends Error {
 async function api(path, options = {}) {
   const headers = { ...(options.headers || {}), "X-API-KEY": sessionStorage.getItem(KEY_SLOT) || "" };
   const response = await fetch(path, { ...options, headers, cache: "no-store" });
-  if (response.status === 401) say("The admin key was refused. Enter it again.", true);
+  if (response.status === 401) clearView("The admin key was refused. Enter it again.", true);
   const body = await response.json().catch(() => null);
   if (!response.ok) throw new ApiError(response.status, body);
   return body;
@@ -70,11 +70,25 @@ async function useKey(event) {
   await loadRoutes();
 }
 
+// Nothing read with a key stays on screen without it: scores, reports, proposals.
+// Bumping explainSeq also drops an explain answer still on its way.
+function clearView(message, isError = false) {
+  stopLive();
+  state.explainSeq++;
+  state.routes = [];
+  state.proposal = null;
+  $("route").replaceChildren();
+  drawBars(null);
+  $("eval-out").hidden = true;
+  $("calibrate-out").hidden = true;
+  $("apply-result").replaceChildren();
+  $("live-table").tBodies[0].replaceChildren();
+  say(message, isError);
+}
+
 function forgetKey() {
   sessionStorage.removeItem(KEY_SLOT);
-  stopLive();
-  $("route").replaceChildren();
-  say("Key forgotten. Enter the admin key to start.");
+  clearView("Key forgotten. Enter the admin key to start.");
 }
 
 async function loadRoutes() {
@@ -130,15 +144,21 @@ async function explainNow() {
 }
 
 function drawBars(result) {
+  state.shown = result;
   const chart = $("bars");
   chart.replaceChildren();
   $("pick").textContent = result ? result.pick : "-";
   $("reason").textContent = result ? result.reason : "-";
   $("margin").textContent = result ? num(result.margin) : "-";
   const rows = result ? result.scores : [];
-  const width = 720, labelW = 150, valueW = 60, rowH = 28, top = 8;
+  // Drawn at the chart's own width (CSS: 100% of the page, at most 720 px), so a
+  // narrow window gets a narrower plot instead of a chart running off the page.
+  const width = Math.max(240, Math.min(720, chart.clientWidth || 720));
+  const labelW = Math.min(150, Math.round(width * 0.3)), valueW = 52, rowH = 28, top = 8;
   const plotW = width - labelW - valueW;
-  chart.setAttribute("height", Math.max(40, top * 2 + rows.length * rowH));
+  const height = Math.max(40, top * 2 + rows.length * rowH);
+  chart.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  chart.setAttribute("height", height);
   if (!rows.length) {
     const note = result ? "no scores (no user text, or the embedding failed)" : "type a prompt";
     chart.append(svg("text", { x: 12, y: 25, class: "empty" }, note));
@@ -241,6 +261,9 @@ async function runCalibrate() {
   const r = await batchCall("calibrate", `?${query}`);
   if (!r) return;
   state.proposal = { ...r, routeId: $("route").value };
+  $("apply").textContent = r.in_place
+    ? "Apply to the config file and the running gateway\u2026"
+    : "Apply to the running gateway\u2026";
   $("calibrate-out").hidden = false;
   $("apply-result").replaceChildren();
   $("proposal-summary").textContent = `Objective ${r.objective}: ${r.folds}-fold cross-validation ` +
@@ -271,9 +294,15 @@ async function applyProposal() {
   if (!p) return;
   const out = $("apply-result");
   if (!confirm(`Replace route "${p.routeId}" on the running gateway with threshold ${num(p.threshold)}?`)) return;
+  // A config file gets the thresholds written into it in place, comments kept (as
+  // Download does); a config in etcd gets the patched route through PUT.
+  const [path, method, body] = p.in_place
+    ? [`/admin/routes/${encodeURIComponent(p.routeId)}/thresholds`, "POST",
+       { threshold: p.threshold, per_instance: p.per_instance }]
+    : [`/admin/routes/${encodeURIComponent(p.routeId)}`, "PUT", p.route];
   try {
-    const r = await api(`/admin/routes/${encodeURIComponent(p.routeId)}`, {
-      method: "PUT", headers: { "Content-Type": "application/json" }, body: JSON.stringify(p.route),
+    const r = await api(path, {
+      method, headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
     });
     out.replaceChildren(el("p", { class: "ok" }, `Applied: config version ${r.version}` +
       (r.applied ? " is live." : " saved; the reload watcher will apply it.")));
@@ -403,6 +432,7 @@ document.addEventListener("DOMContentLoaded", () => {
   for (const button of document.querySelectorAll("[role=tab]")) {
     button.addEventListener("click", () => showTab(button.dataset.tab));
   }
+  window.addEventListener("resize", () => drawBars(state.shown));
   drawBars(null);
   if (sessionStorage.getItem(KEY_SLOT)) loadRoutes();
 });

@@ -15,9 +15,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from semproxy.balancer.similarity import instance_scores, normalize, segment_sum_norms
 from semproxy.embeddings import Embedder
 from semproxy.errors import EmbeddingError
+from semproxy.semantic.similarity import (
+    AGGREGATIONS,
+    instance_scores,
+    normalize,
+    segment_sum_norms,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,12 +33,36 @@ class References:
     bounds: np.ndarray
     negatives: np.ndarray | None
     negative_bounds: np.ndarray | None
-    sum_norms: np.ndarray | None = None
+    sum_norms: np.ndarray
+    starts: np.ndarray  # bounds[:-1]: every instance here has examples, so none is empty
     center: np.ndarray | None = None
+    aggregation: str = "max"
+    k: int = 3
 
     @property
     def dim(self) -> int:
         return int(self.matrix.shape[1])
+
+    def score(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """`(n, n_instances)` scores of `n` embedded prompts, and of the negatives if any.
+
+        Every instance here has examples (the scorer keeps only those), so the
+        segments are all non-empty and the aggregation runs without the masking
+        `instance_scores` needs for the general case: one prompt costs a few
+        numpy calls.
+        """
+        prompts = centered(vectors, self.center)
+        sims = prompts @ self.matrix.T
+        if self.aggregation != "max":
+            # Sums of cosines are taken in float64, as `instance_scores` does; the
+            # maximum needs no cast (it is exact in float32, cast after).
+            sims = sims.astype(np.float64)
+        scores = AGGREGATIONS[self.aggregation](sims, self.starts, self.k,
+                                                 self.sum_norms, self.matrix)
+        if self.negatives is None or self.negative_bounds is None:
+            return scores, None
+        return scores, np.atleast_2d(instance_scores(prompts, self.negatives,
+                                                     self.negative_bounds))
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +107,6 @@ class PromptScorer:
         self._center = center
         self._refs: References | None = None
         self._building: asyncio.Future[References] | None = None
-        self._lean = (aggregation == "max" and not center
-                      and not any(i.negative_examples for i in self.instances))
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -123,46 +150,25 @@ class PromptScorer:
             negatives=np.ascontiguousarray(matrix[len(texts):]) if neg_texts else None,
             negative_bounds=_bounds(negatives) if neg_texts else None,
             sum_norms=segment_sum_norms(matrix[: len(texts)], bounds),
+            starts=bounds[:-1],
             center=mean,
+            aggregation=self._aggregation,
+            k=self._k,
         )
-
-    async def score(self, text: str) -> tuple[References, np.ndarray, np.ndarray | None]:
-        """Scores of every instance with examples (and of their negatives, if any).
-
-        The common configuration (best-example scores, no centring, no negative
-        examples) takes a lean path with the very same arithmetic as
-        `score_many`, minus its generality: one prompt costs a few microseconds
-        of numpy instead of tens.
-        """
-        refs = self._refs
-        if refs is None or not self._lean:
-            refs, scores, negative = await self.score_many([text])
-            return refs, scores[0], None if negative is None else negative[0]
-        vectors = await self._embedder.embed((text,))
-        if vectors.ndim != 2 or vectors.shape != (1, refs.dim):
-            self._refs = None
-            raise EmbeddingError(
-                f"prompt embedding has dimension {vectors.shape[-1]}, references {refs.dim}",
-                "dimension_mismatch",
-            )
-        # `normalize` and the float64 cast of `score_many`, in as few numpy calls as
-        # possible (each costs about a microsecond here): the same values, since the
-        # maximum of float32 cosines is exact in either precision.
-        norm = np.sqrt(np.add.reduce(vectors * vectors, axis=-1, keepdims=True))
-        unit = vectors / norm if norm[0, 0] > 0 else np.zeros_like(vectors)
-        sims = unit @ refs.matrix.T
-        return refs, np.maximum.reduceat(sims, refs.bounds[:-1], axis=-1)[0], None
 
     async def score_many(
         self, texts: Sequence[str]
     ) -> tuple[References, np.ndarray, np.ndarray | None]:
-        """Like `score` for many prompts: one embedding call and one matrix product.
+        """Scores of every instance with examples for each text (and of their negatives).
 
-        Returns `(n_texts, n_instances)` scores. The gateway's per-request path
-        is this with one text, so a batch routes exactly as requests would.
+        One embedding call and one matrix product for the whole batch; the
+        gateway's per-request path is this with one text, so a batch routes
+        exactly as requests would. Returns `(n_texts, n_instances)` scores.
         """
-        refs = await self.references()
-        vectors = await self._embedder.embed(list(texts))
+        refs = self._refs
+        if refs is None:
+            refs = await self.references()
+        vectors = await self._embedder.embed(texts)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts) or vectors.shape[1] != refs.dim:
             # The model changed underneath (same name, other dimension): drop the
             # stale references so the next request rebuilds them with the new model.
@@ -171,11 +177,4 @@ class PromptScorer:
                 f"prompt embedding has dimension {vectors.shape[-1]}, references {refs.dim}",
                 "dimension_mismatch",
             )
-        prompts = centered(vectors, refs.center)
-        scores = np.atleast_2d(instance_scores(prompts, refs.matrix, refs.bounds,
-                                               self._aggregation, self._k, refs.sum_norms))
-        negative = None
-        if refs.negatives is not None and refs.negative_bounds is not None:
-            negative = np.atleast_2d(instance_scores(prompts, refs.negatives,
-                                                     refs.negative_bounds))
-        return refs, scores, negative
+        return refs, *refs.score(vectors)

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from semproxy.balancer.similarity import (
+from semproxy.semantic.similarity import (
     format_scores,
     instance_scores,
     margin,
@@ -187,7 +187,7 @@ def test_max_local_centroid_picks_each_instances_own_nearest() -> None:
 
 def test_max_local_centroid_batches_in_chunks_like_one_at_a_time(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from semproxy.balancer import similarity
+    from semproxy.semantic import similarity
     monkeypatch.setattr(similarity, "_GATHER_LIMIT", 1)  # one prompt row per chunk
     rng = np.random.default_rng(1)
     refs = normalize(rng.normal(size=(12, 4)))

@@ -1,6 +1,6 @@
 """The semantic decision: given each instance's similarity, which instance serves.
 
-Pure: no I/O, no embedding. `embeddings/scorer.py` produces the scores; this
+Pure: no I/O, no embedding. `semantic/scorer.py` produces the scores; this
 module applies thresholds, the margin rule and negative examples, and explains
 its choice with a machine-readable reason.
 """
@@ -13,7 +13,7 @@ from functools import cached_property
 
 import numpy as np
 
-from semproxy.balancer.similarity import format_scores, margin, rank
+from semproxy.semantic.similarity import format_scores, margin, rank
 
 MATCHED = "matched"
 BELOW_THRESHOLD = "below_threshold"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -31,9 +32,11 @@ def normalize(matrix: npt.ArrayLike) -> npt.NDArray[np.float32]:
     # What np.linalg.norm(values, axis=-1) computes for real input, minus its
     # Python-level dispatch (a few microseconds per prompt on the request path).
     norms = np.sqrt(np.add.reduce(values * values, axis=-1, keepdims=True))
-    out = np.zeros_like(values)
-    np.divide(values, norms, out=out, where=norms > 0)
-    return out
+    if not norms.all():
+        # Zero rows are divided by 1 and stay zero; the check costs less than a
+        # masked division on every call (this runs once per routed prompt).
+        norms[norms == 0] = 1.0
+    return cast("npt.NDArray[np.float32]", values / norms)  # float32 / float32 stays float32
 
 
 def _segment_max(sims: FloatArray, starts: IntArray, k: int, sums: FloatArray,

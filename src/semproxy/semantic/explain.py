@@ -1,7 +1,7 @@
 """`semproxy explain` and the admin explain endpoint: the gateway's decision, spelled out.
 
-It runs the very selector a request would use (same embedder chain, same
-thresholds) and calls no LLM.
+It runs the very router a request would use (same embedder chain, same
+thresholds, same decision cache when it is the live one) and calls no LLM.
 """
 
 from __future__ import annotations
@@ -9,24 +9,22 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from semproxy.balancer.similarity import margin
 from semproxy.config.runtime import GatewayConfig
-from semproxy.server.request import routing_text
-from semproxy.server.routes import SemanticSelector, open_selector
+from semproxy.semantic.query import prompt_input
+from semproxy.semantic.router import SemanticRouter, router_for
+from semproxy.semantic.similarity import margin
 
 
-async def explain_with(selector: SemanticSelector, prompt: str) -> dict[str, Any]:
+async def explain_with(router: SemanticRouter, prompt: str) -> dict[str, Any]:
     # Exactly the text a request with this prompt would be routed on (capped, stripped).
-    decision = await selector.decide(routing_text({"messages": [{"role": "user",
-                                                                 "content": prompt}]}))
-    thresholds = dict(zip(selector.scorer.names,
-                          (i.threshold for i in selector.scorer.instances), strict=True))
+    decision = (await router.route(prompt_input(prompt))).decision
+    thresholds = dict(zip(router.names, router.thresholds, strict=True))
     gap = margin(list(decision.ranking))
     return {
-        "route": selector.route_id,
+        "route": router.route_id,
         "pick": decision.pick,
         "reason": decision.reason,
-        "catchall": selector.spec.catchall,
+        "catchall": router.spec.catchall,
         "margin": None if math.isinf(gap) else round(gap, 4),
         "scores": [
             {"instance": name, "score": round(score, 4), "threshold": thresholds[name],
@@ -37,8 +35,8 @@ async def explain_with(selector: SemanticSelector, prompt: str) -> dict[str, Any
 
 
 async def explain(config: GatewayConfig, route_id: str, prompt: str) -> dict[str, Any]:
-    async with open_selector(config, route_id) as selector:
-        return await explain_with(selector, prompt)
+    async with router_for(config, route_id) as router:
+        return await explain_with(router, prompt)
 
 
 def render(result: dict[str, Any]) -> str:
