@@ -50,9 +50,10 @@ async def test_an_added_example_is_saved_and_routes_its_prompt_at_once(
     assert status == 200, body
     assert body["added"] == [NEW] and body["examples"] == had + 1 and body["applied"] is True
     assert await pick(http, gw, NEW) == "code"
-    saved = yaml.safe_load((tmp_path / "quickstart.yaml").read_text())
-    code = saved["routes"][0]["plugins"]["ai-proxy-multi"]["instances"][0]
+    text = (tmp_path / "quickstart.yaml").read_text()
+    code = yaml.safe_load(text)["routes"][0]["plugins"]["ai-proxy-multi"]["instances"][0]
     assert code["examples"][-1] == NEW
+    assert text.startswith("# The embedded default")  # edited in place: comments kept
     # The same example again is not doubled, and nothing is written.
     status, body = await post(http, gw, {"instance": "code", "examples": [f"  {NEW} "]})
     assert status == 200 and body["added"] == [] and body["examples"] == had + 1

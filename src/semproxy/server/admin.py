@@ -29,7 +29,7 @@ from semproxy.config.masking import (
 )
 from semproxy.config.runtime import GatewayConfig, admin_refusal, is_loopback
 from semproxy.config.secrets import variables_outside_credentials
-from semproxy.config.source import SourceError
+from semproxy.config.source import FileSource, SourceError
 from semproxy.errors import (
     BadRequestError,
     ConfigError,
@@ -41,7 +41,8 @@ from semproxy.errors import (
 from semproxy.semantic.explain import explain_with
 from semproxy.semantic.query import routing_text
 from semproxy.server.app import Gateway, error_middleware, json_response
-from semproxy.server.playground import MAX_EXAMPLE_CHARS, is_public
+from semproxy.server.examples import examples_request, write_in_place
+from semproxy.server.playground import is_public
 from semproxy.server.reload import ConfigWatcher
 from semproxy.server.request import parse_object
 
@@ -218,9 +219,11 @@ class AdminAPI:
     async def add_examples(self, request: web.Request) -> web.Response:
         """Append examples to one instance of a semantic route: {"instance", "examples"}.
 
-        The new document goes through the same validation, store and reload as
-        any admin write (an instance over 64 examples is a 400 naming the
-        field). Examples the instance already has are skipped, not doubled.
+        The new config goes through the same validation and reload as any admin
+        write (an instance over 64 examples is a 400 naming the field). A config
+        file is edited in place, comments kept; etcd (or a file shape the edit
+        cannot handle) gets the whole document. Examples the instance already
+        has are skipped, not doubled.
         """
         route_id = request.match_info["id"]
         instance, texts = examples_request(parse_object(await request.read()))
@@ -241,7 +244,18 @@ class AdminAPI:
             return json_response({"version": self.gateway.config.version, "applied": False,
                                   "added": [], "examples": len(have)})
         target["examples"] = [*have, *added]
-        applied = await self._apply(document)
+        config = None
+        if isinstance(self.store, FileSource):  # keep the file's comments when its shape allows
+            try:
+                config = await write_in_place(self.store.path, route_id, {instance: added})
+            except ConfigError as exc:
+                raise ConfigRejected(exc.errors) from exc
+        if config is None:
+            applied = await self._apply(document)
+        else:
+            await self.watcher.reload()
+            applied = {"version": config.version,
+                       "applied": self.gateway.config.fingerprint == config.fingerprint}
         return json_response({**applied, "added": added, "examples": len(target["examples"])})
 
     async def get_metrics(self, request: web.Request) -> web.Response:
@@ -249,22 +263,6 @@ class AdminAPI:
             raise NotFoundError("metrics are not enabled")
         body, content_type = self.metrics()
         return web.Response(body=body, headers={"Content-Type": content_type})
-
-
-def examples_request(body: dict[str, Any]) -> tuple[str, list[str]]:
-    """The instance name and the stripped, non-empty example texts of a request body."""
-    instance = body.get("instance")
-    if not isinstance(instance, str) or not instance:
-        raise BadRequestError("'instance' must be the name of an instance on the route")
-    texts = body.get("examples")
-    if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
-        raise BadRequestError("'examples' must be a non-empty list of strings")
-    cleaned = [t.strip() for t in texts]
-    if not all(cleaned):
-        raise BadRequestError("'examples' must not contain blank strings")
-    if any(len(t) > MAX_EXAMPLE_CHARS for t in cleaned):
-        raise BadRequestError(f"an example is limited to {MAX_EXAMPLE_CHARS} characters")
-    return instance, cleaned
 
 
 def checked_route(route: dict[str, Any], stored: Any, path: str) -> dict[str, Any]:
