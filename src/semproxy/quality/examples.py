@@ -11,7 +11,7 @@ Greedy: at each step every candidate (a labelled in-scope prompt not yet an
 example, misrouted ones and the narrowest wins first) is tried as a new example
 of its own instance, and the one that fixes the most other labelled prompts,
 net of the ones it breaks, is taken. A candidate is never credited for fixing
-itself. Near-ties go to the candidate closest to many still-misrouted prompts
+itself. Ties go to the candidate closest to many still-misrouted prompts
 of its instance (a typical phrasing fixes more unseen prompts than an odd one).
 Only the rows whose decision can change are re-scored: the new example enters
 the instance's best k for them, and the instance owns or contests them.
@@ -41,7 +41,6 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.intp]
 SHORTLIST = 200  # candidates tried per step, most informative first
 CLOSE = 0.5  # cosine at which a misrouted prompt counts as near a candidate
-TIE = 1.0  # gains within this many prompts are broken by closeness
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,12 +180,12 @@ class GreedyPicker:
         gains = np.array([self._gain(int(j), right) for j in candidates])
         if gains.max() < 0:  # every candidate would break more than it fixes
             return None
-        near = np.flatnonzero(gains >= gains.max() - TIE)
-        best = int(candidates[max(near, key=lambda i: (gains[i], self._closeness(
-            int(candidates[i]), right)))])
+        tied = np.flatnonzero(gains == gains.max())
+        best = int(candidates[max(tied, key=lambda i: self._closeness(int(candidates[i]),
+                                                                       right))])
         self._add(best)
         return Pick(int(self.inside[best]), int(self.labels[self.inside[best]]),
-                    int(gains[near].max()))
+                    int(gains.max()))
 
     def _add(self, j: int) -> None:
         row = int(self.inside[j])
