@@ -221,8 +221,8 @@ def _quality_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
     cal.add_argument("--write", metavar="OUT.yaml", help="write the config with new thresholds")
     cal.set_defaults(func=_calibrate)
     tune = sub.add_parser("tune", help="propose labelled prompts to add as examples")
-    tune.add_argument("--config", required=True)
-    tune.add_argument("--route", required=True)
+    tune.add_argument("--config", required=True, help="gateway config file (YAML or JSON)")
+    tune.add_argument("--route", required=True, help="id of the semantic route to tune")
     tune.add_argument("--data", required=True,
                       help="labelled JSONL (candidates and the prompts they are judged on)")
     tune.add_argument("--count", type=int, default=50, help="how many prompts to propose")
