@@ -348,11 +348,13 @@ def gateway_config(port: int, kind: str, mock: str, py_mock: str) -> dict:
                   "instances": [instance("sse", py_mock)]}
     else:
         embeddings = ({"provider": "local"} if kind == "local" else
+                      {"provider": "local", "model": "accurate"} if kind == "accurate" else
                       {"provider": "openai-compatible", "model": "e",
                        "override": {"endpoint": mock}})
         # expose_scores: the probe request reports the pick, proving the
         # semantic path (not its fail-open fallback) is what gets measured.
-        plugin = {"balancer": {"algorithm": "semantic", "threshold": 0.3,
+        plugin = {"balancer": {"algorithm": "semantic",
+                               "threshold": "auto" if kind == "accurate" else 0.3,
                                "expose_scores": True},
                   "embeddings": embeddings,
                   "instances": [instance(n, mock, ex) for n, ex in EXAMPLES.items()]
@@ -528,6 +530,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=int(os.environ.get("WRK_THREADS", "1")),
                     help="wrk threads (default 1, or $WRK_THREADS)")
     ap.add_argument("--no-micro", action="store_true", help="skip routing_micro.py")
+    ap.add_argument("--only", nargs="+", metavar="KEY",
+                    help="run only these scenarios (relay always runs), e.g. sem-acc-miss")
     ap.add_argument("--out", default=str(HERE / "results.md"))
     args = ap.parse_args()
     rounds = args.rounds or (1 if args.quick else 3)
@@ -578,7 +582,7 @@ def run_all(args, procs: Procs, tmp: Path, rounds: int, duration: float, warm: f
 
     why_not = gateway_importable()
     gw_kinds = {"gw-rr": "rr", "gw-local": "local", "gw-remote": "remote",
-                "gw-rr2": "rr2", "gw-stream": "stream"}
+                "gw-rr2": "rr2", "gw-stream": "stream", "gw-accurate": "accurate"}
     for name, kind in gw_kinds.items():
         port = free_port()
         t = Target(name, f"http://127.0.0.1:{port}{chat}")
@@ -625,11 +629,17 @@ def run_all(args, procs: Procs, tmp: Path, rounds: int, duration: float, warm: f
         Scenario("sem-miss", "4a semantic local, varied prompts (cache miss)", "gw-local",
                  "varied"),
         Scenario("sem-hit", "4b semantic local, 8 prompts (cache hit)", "gw-local", "small"),
+        Scenario("sem-acc-miss", "4c semantic model: accurate, varied prompts (cache miss)",
+                 "gw-accurate", "varied"),
+        Scenario("sem-acc-hit", "4d semantic model: accurate, 8 prompts (cache hit)",
+                 "gw-accurate", "small"),
         Scenario("sem-remote", "5 semantic, remote embeddings mock", "gw-remote", "varied"),
         Scenario("rr2", "6 semproxy roundrobin, --workers 2", "gw-rr2"),
     ]
     for s in scenarios:
         s.skip = targets[s.target].skip
+        if args.only and s.key not in {*args.only, "relay"} and not s.skip:
+            s.skip = "not selected (--only)"
     live = [s for s in scenarios if not s.skip]
 
     seed = [0]

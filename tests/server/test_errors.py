@@ -168,7 +168,8 @@ async def test_all_instances_failing_is_502_naming_each_attempt_only_with_debug_
     gw = await gateway(route_config(instances))
     async with http.post(f"{gw.url}{CHAT}", json=chat("hi")) as resp:
         err = await error_of(resp, 502)
-    assert err["message"] == "no instance could serve the request"
+    assert err["message"] == ("no instance could serve the request; "
+                              "attempts: failed (connect), failed (connect)")
     gw = await gateway(route_config(instances, debug_headers=True))
     async with http.post(f"{gw.url}{CHAT}", json=chat("hi")) as resp:
         err = await error_of(resp, 502)

@@ -56,6 +56,9 @@ class SemanticSpec:
     catchall: str
     center: bool = False
     apisix_header: bool = False  # APISIX 3.18 debugging header name as well
+    # balancer.threshold "auto": instances without a threshold learn theirs when the
+    # references are built; `threshold` is then 0, the value an instance falls back to.
+    auto_threshold: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,8 +339,10 @@ def _semantic(
     emb = _embeddings(embeddings, f"{ppath}{'.semantic_opts' if opts else ''}.embeddings", errs)
     if emb is None or catchall is None:
         return None
+    auto = opts is None and balancer.threshold == "auto"
     return SemanticSpec(
-        threshold=opts.threshold if opts else balancer.threshold,
+        threshold=opts.threshold if opts else 0.0 if auto else float(balancer.threshold),
+        auto_threshold=auto,
         expose_scores=(opts.debugging if opts else False) or balancer.expose_scores,
         aggregation=balancer.aggregation, k=balancer.k, min_margin=balancer.min_margin,
         embeddings=emb, catchall=catchall, apisix_header=opts is not None and opts.debugging,

@@ -195,7 +195,9 @@ class Balancer(Strict):
     algorithm: Literal["roundrobin", "chash", "semantic"] = "roundrobin"
     hash_on: Literal["vars", "header", "cookie", "consumer", "vars_combinations"] = "vars"
     key: str | None = None
-    threshold: Threshold = 0.0
+    # "auto": each instance without its own threshold gets one learned from its
+    # examples and a shipped background set (balancer/auto_threshold.py).
+    threshold: float | str = 0.0
     expose_scores: bool = False
     aggregation: Literal["max", "top_k_mean", "max_centroid", "max_local_centroid"] = "max"
     k: int = Field(default=3, ge=1, le=64)
@@ -204,6 +206,17 @@ class Balancer(Strict):
     # (see semantic/scorer.py `centered`). Changes the scale of every score,
     # so thresholds chosen without it do not carry over.
     center: bool = False
+
+    @field_validator("threshold")
+    @classmethod
+    def _number_or_auto(cls, value: float | str) -> float | str:
+        # One check, so a bad value is one error at `...balancer.threshold` (a
+        # union of two types would report one error per member).
+        if isinstance(value, str) and value != "auto":
+            raise ValueError('must be a number between -1 and 1, or "auto"')
+        if isinstance(value, float | int) and not -1.0 <= value <= 1.0:
+            raise ValueError("must be between -1 and 1")
+        return value
 
 
 class Embeddings(Strict):

@@ -17,6 +17,7 @@ from semproxy.embeddings.breaker import BreakerEmbedder, CircuitBreaker
 from semproxy.embeddings.cache import CachedEmbedder
 from semproxy.embeddings.registry import DEFAULT_LOCAL_MODEL, LOCAL_MODELS
 from semproxy.embeddings.remote import RemoteEmbedder
+from semproxy.embeddings.strong import StrongWorker
 from semproxy.providers.base import EmbeddingsProvider
 from semproxy.providers.http import HttpClients, Target
 
@@ -44,6 +45,7 @@ class EmbedderPool:
         self._on_cache_lookup = on_cache_lookup  # metrics of the prompt-embedding caches
         self._chains: dict[str, Embedder] = {}
         self.breakers: dict[str, CircuitBreaker] = {}
+        self.strong_workers: set[StrongWorker] = set()  # their `shed` counts are scraped
 
     def get(self, spec: EmbeddingSpec) -> Embedder:
         key = spec.fingerprint
@@ -52,6 +54,16 @@ class EmbedderPool:
             chain = self._build(spec)
             self._chains[key] = chain
         return chain
+
+    def strong(self, spec: EmbeddingSpec) -> Embedder | None:
+        """The second stage of a cascading local model (`model: accurate`), else None."""
+        build = LOCAL_MODELS[spec.model or DEFAULT_LOCAL_MODEL].strong \
+            if spec.client is None else None
+        if build is None:
+            return None
+        embedder = build()
+        self.strong_workers.add(embedder.worker)
+        return embedder
 
     def _build(self, spec: EmbeddingSpec) -> Embedder:
         inner: Embedder

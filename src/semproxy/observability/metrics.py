@@ -98,6 +98,11 @@ class Metrics:
         self.tasks = Gauge("semproxy_event_loop_tasks",
                            "asyncio tasks alive at scrape time (a leak shows as growth)",
                            registry=r, multiprocess_mode="livesum")
+        self.strong_shed = Counter("semproxy_semantic_strong_shed_total",
+                                   "model: accurate: ambiguous prompts decided by the fast "
+                                   "model because the strong model's queue was full",
+                                   registry=r)
+        self._shed_seen = 0
         self._version: str | None = None
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
 
@@ -158,6 +163,12 @@ class Metrics:
             self.config_version.labels(self._version).set(0)
         self._version = version
         self.config_version.labels(version).set(1)
+
+    def on_strong_shed(self, total: int) -> None:
+        """`total`: the process's shed count so far (it only grows)."""
+        if total > self._shed_seen:
+            self.strong_shed.inc(total - self._shed_seen)
+            self._shed_seen = total
 
     def on_tasks(self, count: int) -> None:
         self.tasks.set(count)

@@ -18,8 +18,8 @@ import orjson
 
 from semproxy.errors import BadRequestError
 from semproxy.protocols.anthropic_stream import STOP_REASONS, MessagesStream, usage
+from semproxy.protocols.body import parse_object
 from semproxy.protocols.contract import Parsed, clip
-from semproxy.server.request import parse_object
 
 # Passed through under the same name and meaning.
 SAME_FIELDS = ("model", "temperature", "top_p", "stream")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from semproxy.errors import error_body
+from semproxy.protocols.body import parse_chat
 from semproxy.protocols.contract import Parsed, StreamTranslator
 from semproxy.semantic.query import routing_text
-from semproxy.server.request import parse_chat
 
 
 class ChatCompletions:

@@ -9,8 +9,8 @@ take no part in semantic routing: they carry no prompt to route on.
 from __future__ import annotations
 
 from semproxy.errors import BadRequestError, error_body
+from semproxy.protocols.body import parse_object
 from semproxy.protocols.contract import Parsed, StreamTranslator
-from semproxy.server.request import parse_object
 
 
 class OpenAIEmbeddings:

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from semproxy.errors import BadRequestError, error_body
+from semproxy.protocols.body import parse_object
 from semproxy.protocols.contract import Parsed, clip
 from semproxy.protocols.responses_stream import (
     ResponsesStream,
@@ -24,7 +25,6 @@ from semproxy.protocols.responses_stream import (
     message_item,
     response_object,
 )
-from semproxy.server.request import parse_object
 
 SAME_FIELDS = ("model", "temperature", "top_p", "stream", "parallel_tool_calls", "user")
 ROLES = ("user", "assistant", "system", "developer")

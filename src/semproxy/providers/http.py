@@ -217,7 +217,8 @@ class HttpClients:
             raise upstream_error(exc, label) from exc
         if not 100 <= resp.status <= 599:
             resp.close()
-            raise UpstreamError(f"upstream {label} answered an invalid status {resp.status}")
+            raise UpstreamError(f"upstream {label} answered an invalid status {resp.status}",
+                                f"the upstream answered an invalid status {resp.status}")
         try:
             return Reply(resp, label, target.net.max_body)
         except UpstreamError:

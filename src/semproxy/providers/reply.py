@@ -119,7 +119,8 @@ class Reply:
                 try:
                     out = decoder.decompress(raw, DECODED_CHUNK)
                 except zlib.error as exc:
-                    raise UpstreamError(f"upstream {self._label} sent a corrupt body") from exc
+                    raise UpstreamError(f"upstream {self._label} sent a corrupt body",
+                                        "the upstream sent a corrupt compressed body") from exc
                 raw = decoder.unconsumed_tail
                 size += len(out)
                 if cap is not None and size > cap:
@@ -127,11 +128,12 @@ class Reply:
                 if out:
                     yield out
         if decoder is not None and not decoder.eof:
-            raise UpstreamError(f"upstream {self._label} sent a truncated compressed body")
+            raise UpstreamError(f"upstream {self._label} sent a truncated compressed body",
+                                "the upstream sent a truncated compressed body")
 
     def _too_large(self) -> UpstreamError:
-        return UpstreamError(f"upstream {self._label} answered more than "
-                             f"{self._max_body} bytes (max_resp_body_size)")
+        reason = f"answered more than {self._max_body} bytes (max_resp_body_size)"
+        return UpstreamError(f"upstream {self._label} {reason}", f"the upstream {reason}")
 
     def release(self) -> None:
         resp, self._resp, self._decoder = self._resp, None, None

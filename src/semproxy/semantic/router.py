@@ -9,7 +9,7 @@ same way. Nothing here knows about HTTP.
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import NamedTuple
@@ -22,6 +22,7 @@ from semproxy.embeddings.factory import EmbedderPool
 from semproxy.errors import BadRequestError, EmbeddingError, NotFoundError
 from semproxy.observability.logging import log_line
 from semproxy.providers.http import HttpClients
+from semproxy.semantic.cascade import CascadeScorer
 from semproxy.semantic.decision import NO_USER_TEXT, Decision, decide, fallback
 from semproxy.semantic.query import RoutingInput
 from semproxy.semantic.scorer import PromptScorer, References, ScoredInstance
@@ -44,10 +45,14 @@ class Routed(NamedTuple):
 class SemanticRouter:
     """Embeds, scores and decides for one route of one config version."""
 
-    def __init__(self, route_id: str, spec: SemanticSpec, scorer: PromptScorer) -> None:
+    def __init__(self, route_id: str, spec: SemanticSpec, scorer: PromptScorer,
+                 cascade: CascadeScorer | None = None) -> None:
         self.route_id = route_id
         self.spec = spec
         self.scorer = scorer
+        # model: accurate: `scorer` is the fast stage, the cascade adds the strong one.
+        self.cascade = cascade
+        self.stages: Counter[str] = Counter()  # which stage decided (cascade only)
         # A repeated prompt gets the decision it got before, as long as the
         # reference vectors it was scored against are still the current ones:
         # no embedding, no matrix product. Only scored decisions are kept;
@@ -62,9 +67,12 @@ class SemanticRouter:
 
     @property
     def thresholds(self) -> tuple[float, ...]:
-        return tuple(i.threshold for i in self.scorer.instances)
+        """The thresholds in force (of the fast stage under `model: accurate`)."""
+        return self.scorer.thresholds
 
     async def references(self) -> References:
+        if self.cascade is not None:
+            return await self.cascade.references()  # and the strong ones in the background
         return await self.scorer.references()
 
     def decide(self, scores: np.ndarray, negative: np.ndarray | None = None,
@@ -104,7 +112,11 @@ class SemanticRouter:
 
     async def _score(self, text: str) -> Decision:
         try:
-            refs, scores, negative = await self.scorer.score_many((text,))
+            if self.cascade is None:
+                refs, scores, negative = await self.scorer.score_many((text,))
+            else:
+                (refs, scores, negative), stage = await self.cascade.score(text)
+                self.stages[stage] += 1
         except EmbeddingError as exc:
             log.warning("semantic routing: %s on route %s, serving %s", exc, self.route_id,
                         self.spec.catchall)
@@ -113,16 +125,31 @@ class SemanticRouter:
             log.warning("semantic routing: unexpected %s on route %s, serving %s",
                         type(exc).__name__, self.route_id, self.spec.catchall)
             return fallback(self.spec.catchall, "embedding_error")
-        decision = self.decide(scores[0], None if negative is None else negative[0])
-        self._remember(text, refs, decision)
+        # The deciding stage's thresholds: cosine scales differ between the models.
+        decision = self.decide(scores[0], None if negative is None else negative[0],
+                               refs.thresholds)
+        # Remembered against the fast stage's references, which both stages' live as long as.
+        self._remember(text, self.scorer.current or refs, decision)
         return decision
 
     # -- many prompts (eval, calibrate, playground): batched, errors raised -------
     async def score_many(self, texts: Sequence[str]
                          ) -> tuple[np.ndarray, np.ndarray | None]:
-        """`(n, n_instances)` scores (and negatives) of many texts: one embedding call."""
-        _, scores, negative = await self.scorer.score_many(texts)
+        """`(n, n_instances)` scores (and negatives) of many texts: one embedding call.
+
+        Under `model: accurate` the ambiguous rows hold the strong model's scores.
+        """
+        scores, negative, _ = await self._score_rows(texts)
         return scores, negative
+
+    async def _score_rows(self, texts: Sequence[str]
+                          ) -> tuple[np.ndarray, np.ndarray | None, list[tuple[float, ...]]]:
+        """Scores, negatives, and each row's thresholds (those of the stage that scored it)."""
+        if self.cascade is None:
+            refs, scores, negative = await self.scorer.score_many(texts)
+            return scores, negative, [refs.thresholds] * len(texts)
+        (refs, scores, negative), stages = await self.cascade.score_many(texts)
+        return scores, negative, [(self.cascade.refs_for(s) or refs).thresholds for s in stages]
 
     async def route_many(self, queries: Sequence[RoutingInput]) -> list[Decision]:
         """`route` for many inputs with one embedding call, without the cache.
@@ -134,22 +161,32 @@ class SemanticRouter:
         todo = [i for i, q in enumerate(queries) if q.text]
         if not todo:
             return decisions
-        scores, negative = await self.score_many([queries[i].text for i in todo])
+        scores, negative, thresholds = await self._score_rows([queries[i].text for i in todo])
         for row, i in enumerate(todo):
-            decisions[i] = self.decide(scores[row], None if negative is None else negative[row])
+            decisions[i] = self.decide(scores[row], None if negative is None else negative[row],
+                                       thresholds[row])
         return decisions
 
 
-def open_router(route: RouteSpec, embedder: Embedder) -> SemanticRouter:
-    """The router of a semantic route: the one way every caller builds it."""
+def open_router(route: RouteSpec, embedder: Embedder, strong: Embedder | None = None
+                ) -> SemanticRouter:
+    """The router of a semantic route: the one way every caller builds it.
+
+    `strong` is the second stage of `model: accurate` (EmbedderPool.strong).
+    """
     spec = route.semantic
     if spec is None:
         raise BadRequestError(f"route {route.id!r} does not use semantic balancing")
     instances = [ScoredInstance(i.name, i.examples, i.negative_examples,
-                                spec.threshold if i.threshold is None else i.threshold)
+                                i.threshold if i.threshold is not None
+                                else None if spec.auto_threshold else spec.threshold)
                  for i in route.instances if i.examples]
-    return SemanticRouter(route.id, spec, PromptScorer(instances, embedder, spec.aggregation,
-                                                       spec.k, spec.center))
+    fast = PromptScorer(instances, embedder, spec.aggregation, spec.k, spec.center)
+    # The strong stage never centres: centring corrects the common component of
+    # averaged word vectors, and measured worse on MiniLM's vectors.
+    cascade = None if strong is None else CascadeScorer(
+        fast, PromptScorer(instances, strong, spec.aggregation, spec.k))
+    return SemanticRouter(route.id, spec, fast, cascade)
 
 
 @asynccontextmanager
@@ -166,6 +203,8 @@ async def router_for(config: GatewayConfig, route_id: str) -> AsyncIterator[Sema
         raise BadRequestError(f"route {route_id!r} does not use semantic balancing")
     clients = HttpClients()
     try:
-        yield open_router(route, EmbedderPool(clients).get(route.semantic.embeddings))
+        pool = EmbedderPool(clients)
+        embeddings = route.semantic.embeddings
+        yield open_router(route, pool.get(embeddings), pool.strong(embeddings))
     finally:
         await clients.aclose()

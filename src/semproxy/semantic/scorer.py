@@ -17,6 +17,7 @@ import numpy as np
 
 from semproxy.embeddings import Embedder
 from semproxy.errors import EmbeddingError
+from semproxy.semantic.auto_threshold import background_prompts, complete
 from semproxy.semantic.similarity import (
     AGGREGATIONS,
     instance_scores,
@@ -70,7 +71,7 @@ class ScoredInstance:
     name: str
     examples: tuple[str, ...]
     negative_examples: tuple[str, ...]
-    threshold: float
+    threshold: float | None  # None: learned when the references are built (threshold: auto)
 
 
 def centered(vectors: np.ndarray, center: np.ndarray | None) -> np.ndarray:
@@ -113,6 +114,13 @@ class PromptScorer:
         return tuple(i.name for i in self.instances)
 
     @property
+    def thresholds(self) -> tuple[float, ...]:
+        """The thresholds in force: learned ones (threshold: auto) once the references exist."""
+        if self._refs is not None:
+            return self._refs.thresholds
+        return tuple(0.0 if i.threshold is None else i.threshold for i in self.instances)
+
+    @property
     def current(self) -> References | None:
         """The reference vectors in use now (None before the first build)."""
         return self._refs
@@ -136,18 +144,25 @@ class PromptScorer:
         negatives = [i.negative_examples for i in self.instances]
         texts = [t for group in positives for t in group]
         neg_texts = [t for group in negatives for t in group]
-        vectors = await self._embedder.embed(texts + neg_texts)
-        if vectors.ndim != 2 or vectors.shape[0] != len(texts) + len(neg_texts):
+        thresholds = tuple(i.threshold for i in self.instances)
+        background = background_prompts() if None in thresholds else []
+        vectors = await self._embedder.embed(texts + neg_texts + background)
+        if vectors.ndim != 2 or vectors.shape[0] != len(texts) + len(neg_texts) + len(background):
             raise EmbeddingError("reference embeddings have the wrong shape")
         mean = normalize(vectors[: len(texts)]).mean(axis=0) if self._center and texts else None
         matrix = centered(vectors, mean)
         bounds = _bounds(positives)
+        refs = np.ascontiguousarray(matrix[: len(texts)])
         return References(
             names=self.names,
-            thresholds=tuple(i.threshold for i in self.instances),
-            matrix=np.ascontiguousarray(matrix[: len(texts)]),
+            # Learning runs one scoring pass per example: off the event loop.
+            thresholds=await asyncio.get_running_loop().run_in_executor(
+                None, complete, thresholds, refs, bounds,
+                matrix[len(texts) + len(neg_texts):], self._score_fn),
+            matrix=refs,
             bounds=bounds,
-            negatives=np.ascontiguousarray(matrix[len(texts):]) if neg_texts else None,
+            negatives=np.ascontiguousarray(matrix[len(texts):len(texts) + len(neg_texts)])
+            if neg_texts else None,
             negative_bounds=_bounds(negatives) if neg_texts else None,
             sum_norms=segment_sum_norms(matrix[: len(texts)], bounds),
             starts=bounds[:-1],
@@ -155,6 +170,11 @@ class PromptScorer:
             aggregation=self._aggregation,
             k=self._k,
         )
+
+    def _score_fn(self, prompts: np.ndarray, refs: np.ndarray, bounds: np.ndarray
+                  ) -> np.ndarray:
+        """This scorer's aggregation as `auto_threshold` calls it (learning thresholds)."""
+        return np.atleast_2d(instance_scores(prompts, refs, bounds, self._aggregation, self._k))
 
     async def score_many(
         self, texts: Sequence[str]

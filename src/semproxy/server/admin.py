@@ -38,13 +38,13 @@ from semproxy.errors import (
     UnauthorizedError,
     UnavailableError,
 )
+from semproxy.protocols.body import parse_object
 from semproxy.semantic.explain import explain_with
 from semproxy.semantic.query import routing_text
 from semproxy.server.app import Gateway, error_middleware, json_response
 from semproxy.server.examples import examples_request, write_in_place
 from semproxy.server.playground import is_public
 from semproxy.server.reload import ConfigWatcher
-from semproxy.server.request import parse_object
 
 log = logging.getLogger("semproxy.admin")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

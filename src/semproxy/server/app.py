@@ -70,6 +70,7 @@ class Gateway:
         metrics.on_config(self.table.version)
         metrics.on_tasks(len(asyncio.all_tasks()))
         metrics.on_breakers((name, b.state) for name, b in self.table.pool.breakers.items())
+        metrics.on_strong_shed(sum(w.shed for w in self.table.pool.strong_workers))
         for route in self.table.routes:
             metrics.on_health_snapshot(route.spec.id, route.health.snapshot())
 

@@ -275,14 +275,18 @@ async def _conclude(request: web.Request, exchange: Exchange, result: Result
     if result.reply is not None:
         return await relay(request, exchange, result.reply, result.body, result.native)
     message = "no instance could serve the request"
+    broken = result.error if type(result.error) is UpstreamError else None
     if exchange.route is not None and exchange.route.spec.debug_headers:
         # Instance names, outcomes and upstream addresses describe the deployment:
         # only for routes whose debug switch is on (they are always in the log).
         tried = ", ".join(f"{a.instance} {a.describe()}" for a in exchange.attempts)
         # A broken answer (too large, invalid status, corrupt body) says why; refused
         # and timed-out attempts are described by their outcome already.
-        last = f"; {result.error.message}" if type(result.error) is UpstreamError else ""
-        message += f"; tried: {tried}{last}"
+        message += f"; tried: {tried}" + (f"; {broken.message}" if broken else "")
+    else:  # how each attempt ended, and why an answer was unusable, without names
+        outcomes = ", ".join(a.describe() for a in exchange.attempts)
+        message += f"; attempts: {outcomes}" if outcomes else ""
+        message += f"; {broken.public}" if broken is not None and broken.public else ""
     error: UpstreamError = UpstreamError(message)
     if len(exchange.attempts) == 1 and isinstance(result.error, UpstreamTimeoutError):
         error = UpstreamTimeoutError(error.message)

@@ -39,6 +39,7 @@ from semproxy.errors import (
     UpstreamError,
 )
 from semproxy.observability.decisions import DecisionLog
+from semproxy.protocols.body import parse_object
 from semproxy.quality import calibrate as cal
 from semproxy.quality.evaluate import Evaluation, evaluate
 from semproxy.quality.labelled import LabelledDataError, LabelledPrompt, check_labels, parse_lines
@@ -47,7 +48,6 @@ from semproxy.quality.tuning import Proposal, propose, score_all, thresholds_to_
 from semproxy.semantic.router import router_for
 from semproxy.server.app import Gateway, json_response
 from semproxy.server.reload import ConfigWatcher
-from semproxy.server.request import parse_object
 
 MAX_LINES = 5000
 MAX_BYTES = 8 << 20

@@ -114,7 +114,8 @@ def build_route(spec: RouteSpec, pool: EmbedderPool,
     health = HealthState([i.name for i in spec.instances], passive, listener=listener)
     state = RouteState(spec, picker, health, by_name={i.name: i for i in spec.instances})
     if spec.semantic is not None:
-        state.semantic = open_router(spec, pool.get(spec.semantic.embeddings))
+        embeddings = spec.semantic.embeddings
+        state.semantic = open_router(spec, pool.get(embeddings), pool.strong(embeddings))
     active = {i.name: (i.target.url, i.checks.active) for i in spec.instances
               if i.checks and i.checks.active}
     if active:

@@ -1,0 +1,104 @@
+"""`threshold: auto`: per-instance thresholds learned from the route's own examples.
+
+No labelled traffic is needed. Two samples describe each instance i:
+
+- its examples, each scored against the route *without itself* (leave one
+  out): how an in-scope prompt that the examples do not quite cover scores
+  on i;
+- a shipped background set of everyday off-topic prompts
+  (`embeddings/data/background.txt`): how high a prompt about something else
+  reaches on i.
+
+The threshold is the mean of the lower quartile of the first sample and the
+95th percentile of the second. Each alone measured worse on CLINC150
+(docs/en/routing-quality.md, "Out-of-scope prompts"): the quartile of the
+examples alone rejects too few off-topic prompts where examples are spread
+out, the background percentile alone rejects too many in-scope prompts on
+instances whose topic is close to everyday talk.
+
+Pure numpy; the caller supplies the scores (`instance_scores` of similarity.py
+on the route's reference matrix), so the rule is the same for every model and
+aggregation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import resources
+
+import numpy as np
+import numpy.typing as npt
+
+# Quantiles of the rule above; measured on CLINC150 val, k=16, seeds 0-2.
+EXAMPLE_QUANTILE = 0.25
+BACKGROUND_QUANTILE = 0.95
+
+FloatArray = npt.NDArray[np.float64]
+Score = Callable[[npt.NDArray[np.float32], npt.NDArray[np.float32], npt.NDArray[np.intp]],
+                 FloatArray]
+
+
+def background_prompts() -> list[str]:
+    """The shipped background set: one prompt a line, `#` lines are comments."""
+    text = resources.files("semproxy.embeddings").joinpath("data/background.txt").read_text(
+        encoding="utf-8")
+    return [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def leave_one_out(refs: npt.NDArray[np.float32], bounds: npt.NDArray[np.intp],
+                  score: Score) -> FloatArray:
+    """Each example's score on its own instance, against the route without that example.
+
+    `score(prompts, refs, bounds)` returns (n_prompts, n_instances) scores. An
+    instance with a single example has nothing left to compare with; its
+    example gets NaN (ignored by `learn`).
+    """
+    out = np.full(len(refs), np.nan)
+    owner = np.repeat(np.arange(len(bounds) - 1), np.diff(bounds))
+    for j in range(len(refs)):
+        if bounds[owner[j] + 1] - bounds[owner[j]] < 2:
+            continue
+        keep = np.r_[0:j, j + 1:len(refs)]
+        shifted = (bounds - (bounds > j)).astype(np.intp)
+        out[j] = score(refs[j:j + 1], refs[keep], shifted)[0, owner[j]]
+    return out
+
+
+def learn(own: FloatArray, bounds: npt.NDArray[np.intp], background: FloatArray,
+          fallback: float) -> tuple[float, ...]:
+    """One threshold per instance from leave-one-out scores `own` (one per example, in
+    instance order) and `background` scores (n_background, n_instances).
+
+    An instance without a usable leave-one-out score (a single example) gets
+    `fallback` for that half of the rule; without background prompts the
+    examples' quartile decides alone.
+    """
+    thresholds = []
+    for i in range(len(bounds) - 1):
+        mine = own[bounds[i]:bounds[i + 1]]
+        mine = mine[np.isfinite(mine)]
+        inside = float(np.quantile(mine, EXAMPLE_QUANTILE)) if len(mine) else fallback
+        if len(background) == 0:
+            thresholds.append(inside)
+            continue
+        outside = float(np.quantile(background[:, i], BACKGROUND_QUANTILE))
+        thresholds.append(round((inside + outside) / 2, 6))
+    return tuple(thresholds)
+
+
+def complete(thresholds: tuple[float | None, ...], refs: npt.NDArray[np.float32],
+             bounds: npt.NDArray[np.intp], background: npt.NDArray[np.float32],
+             score: Score, fallback: float = 0.0) -> tuple[float, ...]:
+    """`thresholds` with every None replaced by the learned threshold of that instance.
+
+    `refs` and `background` are the route's unit (or centred) vectors, exactly
+    as prompts are compared with them; `score` is the route's aggregation.
+    """
+    if all(t is not None for t in thresholds):
+        return tuple(t for t in thresholds if t is not None)
+    own = leave_one_out(refs, bounds, score)
+    background_scores = score(background, refs, bounds) if len(background) else \
+        np.zeros((0, len(bounds) - 1))
+    learned = learn(own, bounds, background_scores, fallback)
+    return tuple(mine if mine is not None else auto
+                 for mine, auto in zip(thresholds, learned, strict=True))

@@ -1,0 +1,142 @@
+"""`model: accurate`: the fast model decides clear prompts, the strong one re-scores the rest.
+
+A prompt is *ambiguous* under the fast model when its best instance leads
+the runner-up by less than `margin`, or when the best score lies within
+`near_threshold` of that instance's threshold: those are the prompts a
+small change of score would route elsewhere. On CLINC150 (k=16) about 40%
+of the prompts are ambiguous at the defaults, and they hold most of the fast
+model's mistakes, so re-scoring them gets the strong model's in-scope
+accuracy at 40% of its cost (docs/en/routing-quality.md).
+
+Each stage has its own reference vectors and thresholds (cosine scales
+differ between models); the stage that decides supplies both. When the
+strong worker's queue is full, or the strong model fails or is not loaded
+yet, the fast scores decide: the outcome says which (`Stage`), so the
+caller can count it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import numpy as np
+
+from semproxy.errors import EmbeddingError
+from semproxy.semantic.scorer import References
+
+Stage = Literal["fast", "strong", "shed", "strong_unavailable"]
+Scored = tuple[References, np.ndarray, np.ndarray | None]
+
+# Measured on CLINC150 (docs/en/routing-quality.md, "Accurate mode"): at these
+# values about 40% of prompts are re-scored and the cascade routes within half a
+# point of the strong model alone; smaller values re-score less and lose more.
+DEFAULT_MARGIN = 0.10
+DEFAULT_NEAR_THRESHOLD = 0.05
+
+
+class Scorer(Protocol):
+    """What `semantic.scorer.PromptScorer` offers (and the cascade needs)."""
+
+    @property
+    def current(self) -> References | None: ...
+
+    async def references(self) -> References: ...
+
+    async def score_many(self, texts: Sequence[str]) -> Scored: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CascadeRule:
+    margin: float = DEFAULT_MARGIN
+    near_threshold: float = DEFAULT_NEAR_THRESHOLD
+
+    def ambiguous(self, scores: np.ndarray, thresholds: Sequence[float]) -> np.ndarray:
+        """Which rows of (n_prompts, n_instances) `scores` the strong model should re-score."""
+        rows = np.atleast_2d(scores)
+        if rows.shape[1] < 2:
+            second = np.full(len(rows), -np.inf)
+        else:
+            second = np.partition(rows, -2, axis=1)[:, -2]
+        best_at = rows.argmax(axis=1)
+        best = rows[np.arange(len(rows)), best_at]
+        limits = np.asarray(thresholds, dtype=np.float64)[best_at]
+        return np.asarray((best - second < self.margin)
+                          | (np.abs(best - limits) < self.near_threshold))
+
+
+class CascadeScorer:
+    """Two scorers over the same instances, fast first; see the module docstring.
+
+    `strong` embeds through the strong worker (one thread, bounded queue): a
+    full queue raises EmbeddingError with reason "strong_shed".
+    """
+
+    def __init__(self, fast: Scorer, strong: Scorer, rule: CascadeRule = CascadeRule()) -> None:
+        self.fast = fast
+        self.strong = strong
+        self.rule = rule
+        self._warming: asyncio.Task[References] | None = None
+
+    @property
+    def current(self) -> References | None:
+        """The fast stage's references: what a remembered decision is checked against."""
+        return self.fast.current
+
+    async def references(self) -> References:
+        refs = await self.fast.references()
+        self._warm_strong()
+        return refs
+
+    def _warm_strong(self) -> None:
+        """Build the strong references in the background (a failure is retried later)."""
+        if self.strong.current is None and (self._warming is None or self._warming.done()):
+            self._warming = asyncio.ensure_future(self.strong.references())
+            self._warming.add_done_callback(_consume)
+
+    async def score(self, text: str) -> tuple[Scored, Stage]:
+        """One prompt (the gateway): `(n=1, n_instances)` scores and the stage that decided."""
+        fast = await self.fast.score_many((text,))
+        refs, scores, _ = fast
+        if not self.rule.ambiguous(scores, refs.thresholds)[0]:
+            return fast, "fast"
+        if self.strong.current is None:
+            self._warm_strong()
+            return fast, "strong_unavailable"
+        try:
+            return await self.strong.score_many((text,)), "strong"
+        except EmbeddingError as exc:
+            return fast, "shed" if exc.reason == "strong_shed" else "strong_unavailable"
+
+    async def score_many(self, texts: Sequence[str]) -> tuple[Scored, list[Stage]]:
+        """Offline scoring (eval, calibrate): the ambiguous rows re-scored in one batch.
+
+        Rows decided by the strong stage carry its scores; `stages` says which.
+        Thresholds differ by stage, so callers decide row by row with the
+        references of that row's stage: `refs_for(stage)`.
+        """
+        refs, scores, negative = await self.fast.score_many(texts)
+        stages: list[Stage] = ["fast"] * len(texts)
+        redo = np.flatnonzero(self.rule.ambiguous(scores, refs.thresholds)).tolist()
+        if redo:
+            _, strong_scores, strong_negative = await self.strong.score_many(
+                [texts[i] for i in redo])
+            scores = scores.copy()
+            scores[redo] = strong_scores
+            if negative is not None and strong_negative is not None:
+                negative = negative.copy()
+                negative[redo] = strong_negative
+            for i in redo:
+                stages[i] = "strong"
+        return (refs, scores, negative), stages
+
+    def refs_for(self, stage: Stage) -> References | None:
+        return self.strong.current if stage == "strong" else self.fast.current
+
+
+def _consume(task: asyncio.Future[References]) -> None:
+    """Retrieve a background build's exception (it is retried on a later prompt)."""
+    if not task.cancelled():
+        task.exception()

@@ -1,0 +1,104 @@
+"""The accurate-mode cascade: which prompts are ambiguous, and who decides them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import numpy as np
+
+from semproxy.embeddings.strong import StrongEmbedder, StrongWorker
+from semproxy.semantic.cascade import CascadeRule, CascadeScorer
+from semproxy.semantic.scorer import PromptScorer, ScoredInstance
+
+
+def test_a_clear_winner_far_from_its_threshold_is_not_ambiguous() -> None:
+    rule = CascadeRule(margin=0.1, near_threshold=0.05)
+    scores = np.array([[0.9, 0.5],    # clear: lead 0.4, 0.4 above threshold
+                       [0.9, 0.85],   # lead 0.05 < 0.1
+                       [0.52, 0.1],   # 0.02 above its threshold 0.5
+                       [0.3, 0.1]])   # far below its threshold: clearly out of scope
+    assert rule.ambiguous(scores, [0.5, 0.5]).tolist() == [False, True, True, False]
+
+
+def test_one_instance_is_ambiguous_only_near_its_threshold() -> None:
+    rule = CascadeRule(margin=0.1, near_threshold=0.05)
+    assert rule.ambiguous(np.array([[0.9], [0.52]]), [0.5]).tolist() == [False, True]
+
+
+class KeywordEmbedder:
+    """Maps texts to 2-D vectors by keyword: 'x' -> x axis, 'y' -> y axis, else a blend."""
+
+    def __init__(self, name: str, blend: tuple[float, float]) -> None:
+        self.fingerprint = name
+        self.blend = blend
+        self.calls: list[list[str]] = []
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        table = {"x": (1.0, 0.0), "y": (0.0, 1.0)}
+        return np.array([table.get(t.split()[0], self.blend) for t in texts], np.float32)
+
+    def embed_blocking(self, texts: Sequence[str]) -> np.ndarray:
+        return asyncio.run(self.embed(texts))
+
+    async def aclose(self) -> None:
+        pass
+
+
+def _scorer(embedder: object) -> PromptScorer:
+    instances = [ScoredInstance("ex", ("x",), (), 0.5), ScoredInstance("why", ("y",), (), 0.5)]
+    return PromptScorer(instances, embedder)  # type: ignore[arg-type]
+
+
+async def test_the_strong_model_decides_only_the_ambiguous_prompts() -> None:
+    fast = KeywordEmbedder("fast", (0.7, 0.7))  # unknown words: a near-tie under the fast model
+    strong_model = KeywordEmbedder("strong", (0.2, 0.98))  # ... which the strong one resolves
+    worker = StrongWorker(lambda: strong_model.embed_blocking)
+    cascade = CascadeScorer(_scorer(fast), _scorer(StrongEmbedder(worker, "strong")))
+    await cascade.references()
+    await asyncio.sleep(0.2)  # the strong references build in the background
+    (_, clear, _), stage = await cascade.score("x marks the spot")
+    assert stage == "fast" and clear[0].tolist() == [1.0, 0.0]
+    (_, resolved, _), stage = await cascade.score("something vague")
+    assert stage == "strong" and resolved[0].argmax() == 1
+    assert strong_model.calls[-1] == ["something vague"]
+    await worker.aclose()
+
+
+async def test_a_full_strong_queue_keeps_the_fast_decision() -> None:
+    fast = KeywordEmbedder("fast", (0.7, 0.7))
+    strong_model = KeywordEmbedder("strong", (0.2, 0.98))
+    worker = StrongWorker(lambda: strong_model.embed_blocking, capacity=0)
+    cascade = CascadeScorer(_scorer(fast), _scorer(StrongEmbedder(worker, "strong")))
+    await cascade.references()
+    await asyncio.sleep(0.2)
+    (_, scores, _), stage = await cascade.score("something vague")
+    assert stage == "shed" and worker.shed == 1
+    assert scores[0, 0] == scores[0, 1]  # the fast model's tie
+    await worker.aclose()
+
+
+async def test_before_the_strong_references_exist_the_fast_model_decides() -> None:
+    fast = KeywordEmbedder("fast", (0.7, 0.7))
+    strong_model = KeywordEmbedder("strong", (0.2, 0.98))
+    worker = StrongWorker(lambda: strong_model.embed_blocking)
+    cascade = CascadeScorer(_scorer(fast), _scorer(StrongEmbedder(worker, "strong")))
+    _, stage = await cascade.score("something vague")
+    assert stage == "strong_unavailable"
+    await asyncio.sleep(0.2)
+    _, stage = await cascade.score("something vague")
+    assert stage == "strong"
+    await worker.aclose()
+
+
+async def test_offline_scoring_re_scores_the_ambiguous_rows_in_one_batch() -> None:
+    fast = KeywordEmbedder("fast", (0.7, 0.7))
+    strong_model = KeywordEmbedder("strong", (0.2, 0.98))
+    worker = StrongWorker(lambda: strong_model.embed_blocking)
+    cascade = CascadeScorer(_scorer(fast), _scorer(StrongEmbedder(worker, "strong")))
+    (_, scores, _), stages = await cascade.score_many(["x a", "vague b", "y c", "vague d"])
+    assert stages == ["fast", "strong", "fast", "strong"]
+    assert strong_model.calls[-1] == ["vague b", "vague d"]
+    assert scores.argmax(axis=1).tolist() == [0, 1, 1, 1]
+    await worker.aclose()
