@@ -31,8 +31,8 @@ DATA = Path(__file__).resolve().parents[1] / "tests/quality/data/conversations/t
 
 async def main(args: argparse.Namespace) -> None:
     convs = load_conversations(args.data)
-    async with router_for(load_file(args.config), args.route) as selector:
-        results = await route_conversations(selector, convs)
+    async with router_for(load_file(args.config), args.route) as router:
+        results = await route_conversations(router, convs)
     print(f"{args.data}: {len(convs)} conversations, route {args.route}")
     print(render_rates(rates(results)))
 

@@ -192,6 +192,8 @@ SECTIONS: dict[str, tuple[str, str]] = {
                       "`failures` 次即把实例标为不健康。"),
     "Balancer": ("How an instance is chosen for each request.",
                  "每个请求如何选择实例。"),
+    "Conversation": ("How `balancer.context: conversation` reads the earlier user turns.",
+                     "`balancer.context: conversation` 如何读取之前的用户轮次。"),
     "Embeddings": ("The embedding model used for semantic routing.",
                    "语义路由使用的向量（embedding）模型。"),
     "SemanticOpts": ("The APISIX 3.18 spelling of the semantic settings.",
@@ -455,6 +457,24 @@ NOTES: dict[str, tuple[str, str]] = {
     "Balancer.center": ("Subtract the mean example direction before comparing; rescales "
                         "scores, so recalibrate thresholds.",
                         "比较前减去示例的平均方向；会改变分数尺度，需要重新校准阈值。"),
+    "Balancer.context": ("`last_user` routes on the last user message (APISIX); "
+                         "`conversation` keeps the conversation's instance unless the new "
+                         "turn clearly belongs elsewhere.",
+                         "`last_user` 按最后一条用户消息路由（与 APISIX 相同）；`conversation` "
+                         "除非新一轮明显属于别处，否则沿用对话已在的实例。"),
+    "Balancer.conversation": ("Settings of `context: conversation`.",
+                              "`context: conversation` 的设置。"),
+    "Conversation.max_turns": ("User turns looked at, the newest included.",
+                               "参与决策的用户轮次数（含最新一轮）。"),
+    "Conversation.switch_margin": ("A turn moves the conversation only if it scores its own "
+                                   "pick this much above the current instance.",
+                                   "新一轮对自己首选实例的得分须比当前实例高出该值才会切换。"),
+    "Conversation.followup_margin": ("...and this much above its closest phrase among the "
+                                     "topic-free follow-ups semproxy ships.",
+                                     "……且须比它与 semproxy 自带的无主题追问语句的最高相似度"
+                                     "高出该值。"),
+    "Conversation.max_turn_chars": ("Longer user turns (pasted logs, files) are skipped.",
+                                    "超过该长度的用户轮次（粘贴的日志、文件）被跳过。"),
     # Embeddings
     "Embeddings.provider": ("`local` (in-process model) or an HTTP provider with an "
                             "embeddings API.",

@@ -137,3 +137,15 @@ async def test_hot_reload_refuses_an_alias_bomb_and_keeps_serving(
     assert "YAML aliases" in watcher.status.last_error[0]
     async with http.post(served.url + "/v1/chat/completions", json=chat("hi")) as resp:
         assert resp.status == 200
+
+
+async def test_a_yaml_error_in_a_reload_never_quotes_the_line(
+    serve_file: ServeFactory, http: aiohttp.ClientSession,
+) -> None:
+    served = await serve_file(with_admin(route_config([instance("a")])))
+    served.path.write_text("admin:\n  key: admin-s3cret-in-a-broken-file\n  listen: [oops\n")
+    async with http.post(served.admin + "/admin/reload", headers=KEY) as resp:
+        assert resp.status == 400
+        text = await resp.text()
+    assert "s3cret" not in text
+    assert "not valid YAML" in text and " at line 4, column 1" in text

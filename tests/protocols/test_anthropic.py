@@ -6,7 +6,7 @@ import orjson
 import pytest
 
 from semproxy.errors import BadRequestError
-from semproxy.protocols.anthropic import AnthropicMessages, from_chat, routing_text
+from semproxy.protocols.anthropic import AnthropicMessages, from_chat, routing_query
 
 
 def parse(**request: object) -> dict[str, object]:
@@ -64,9 +64,9 @@ def test_routing_text_is_the_users_words_never_a_tool_result() -> None:
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t",
                                       "content": "python stack trace"}]},
     ]
-    assert routing_text(messages) == "translate this sentence"
+    assert routing_query(messages).text == "translate this sentence"
     messages[2]["content"].append({"type": "text", "text": "now in french"})  # type: ignore[attr-defined]
-    assert routing_text(messages) == "now in french"
+    assert routing_query(messages).text == "now in french"
 
 
 def test_an_empty_conversation_is_refused() -> None:

@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from semproxy.errors import BadRequestError
-from semproxy.protocols.responses import OpenAIResponses, from_chat, routing_text
+from semproxy.protocols.responses import OpenAIResponses, from_chat, routing_query
 
 
 def parse(**request: Any) -> dict[str, Any]:
@@ -37,11 +37,11 @@ def test_items_with_images_developer_text_and_parallel_calls_translate() -> None
 
 
 def test_routing_text_is_the_last_user_item() -> None:
-    assert routing_text([{"role": "user", "content": "first"},
-                         {"role": "assistant", "content": "ok"},
-                         {"role": "user", "content": [{"type": "input_text", "text": "last"}]},
-                         {"type": "function_call_output", "call_id": "a", "output": "x"}]
-                        ) == "last"
+    query = routing_query([{"role": "user", "content": "first"},
+                           {"role": "assistant", "content": "ok"},
+                           {"role": "user", "content": [{"type": "input_text", "text": "last"}]},
+                           {"type": "function_call_output", "call_id": "a", "output": "x"}])
+    assert query.text == "last"
 
 
 @pytest.mark.parametrize(("request_", "field"), [

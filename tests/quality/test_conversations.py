@@ -86,8 +86,8 @@ async def test_last_user_rule_keeps_switches_and_flags_turns_that_fail_alone(
         line([("what is the weather forecast for tomorrow", "code"),
               ("write a python function to reverse a string", "code")], "followup"),
     ]) + "\n")
-    async with router_for(load_text(config_text), "r1") as selector:
-        results = await route_conversations(selector, load_conversations(data))
+    async with router_for(load_text(config_text), "r1") as router:
+        results = await route_conversations(router, load_conversations(data))
     assert [(r.right, r.alone_ok) for r in results] == [(True, True), (True, False)]
     table = rates(results)
     assert (table[("switch", "2")].successes, table[("switch", "2")].n) == (1, 1)

@@ -1,5 +1,7 @@
 """Upstream bodies are bounded after decompression: bombs and endless bodies are 502s.
 
+Routes here set `debug_headers`, so the error body says why the attempt failed.
+
 The gateway's memory is measured around each case: its peak resident size
 (VmHWM, reset through /proc/self/clear_refs) grows by far less than the body
 the upstream tried to make it hold.
@@ -54,7 +56,7 @@ async def test_a_compression_bomb_is_cut_at_the_cap_without_inflating_it(
                             f"Content-Encoding: {encoding}"))
 
     up = await raw(script)
-    gw = await gateway(route_config([instance("a", up.url)]))
+    gw = await gateway(route_config([instance("a", up.url)], debug_headers=True))
     reset_peak()
     before = peak_bytes()
     status, reply = await ask(http, gw)
@@ -80,7 +82,7 @@ async def test_a_1_gib_chunked_body_is_cut_at_the_cap_and_the_connection_dropped
         writer.write(b"0\r\n\r\n")
 
     up = await raw(endless)
-    gw = await gateway(route_config([instance("a", up.url)]))
+    gw = await gateway(route_config([instance("a", up.url)], debug_headers=True))
     reset_peak()
     before = peak_bytes()
     status, reply = await ask(http, gw)
@@ -98,7 +100,8 @@ async def test_the_cap_is_the_routes_max_resp_body_size(
         writer.write(answer(completion("x" * 2000), "Content-Type: application/json"))
 
     up = await raw(script)
-    gw = await gateway(route_config([instance("a", up.url)], max_resp_body_size=1000))
+    gw = await gateway(route_config([instance("a", up.url)], max_resp_body_size=1000,
+                                    debug_headers=True))
     status, reply = await ask(http, gw)
     assert status == 502 and b"more than 1000 bytes" in reply
 
@@ -114,7 +117,7 @@ async def test_a_truncated_gzip_body_is_a_502_not_an_empty_200(
         writer.write(answer(body, "Content-Type: application/json", "Content-Encoding: gzip"))
 
     up = await raw(script)
-    gw = await gateway(route_config([instance("a", up.url)]))
+    gw = await gateway(route_config([instance("a", up.url)], debug_headers=True))
     assert await ask(http, gw) == (200, completion("zipped") * 50)
     status, reply = await ask(http, gw)
     assert status == 502 and b"truncated" in reply
@@ -129,6 +132,6 @@ async def test_a_status_outside_100_to_599_is_a_502(
         writer.write(b"HTTP/1.1 %s Whatever\r\nContent-Length: 2\r\n\r\n{}" % code)
 
     up = await raw(script)
-    gw = await gateway(route_config([instance("a", up.url)]))
+    gw = await gateway(route_config([instance("a", up.url)], debug_headers=True))
     status, reply = await ask(http, gw)
     assert status == 502 and b"upstream_error" in reply

@@ -35,7 +35,8 @@ async def test_a_reused_connection_closed_before_any_answer_is_not_resent(
     up = await raw(hang_up_on_second(calls))
     other = await raw(hang_up_on_second([]))
     gw = await gateway(route_config([instance("a", up.url), instance("b", other.url,
-                                                                       weight=0)]))
+                                                                       weight=0)],
+                                    debug_headers=True))  # the error body says why
     assert await ask(http, gw) == (200, completion("answer 1"))
     status, body = await ask(http, gw)
     assert status == 502 and b"reset" in body

@@ -134,3 +134,22 @@ async def test_an_event_dripped_slower_than_the_timeout_is_cut(
         body = await asyncio.wait_for(resp.read(), 10)
     assert b"upstream stream ended unexpectedly" in body
     assert time.monotonic() - started < 2.0
+
+
+async def test_a_stream_of_timely_events_outlives_the_attempt_deadline(
+    gateway: GatewayFactory, http: aiohttp.ClientSession, raw: Raw
+) -> None:
+    async def steady(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                     n: int) -> None:
+        writer.write(SSE_HEAD + b"\r\n")
+        for i in range(15):  # 1.5 s in all, one event every 0.1 s
+            writer.write(chunk(b"data: {\"i\": %d}\n\n" % i))
+            await writer.drain()
+            await asyncio.sleep(0.1)
+        writer.write(chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+
+    up = await raw(steady)
+    gw = await gateway(route_config([instance("a", up.url)], timeout=500))
+    async with http.post(f"{gw.url}{URI}", json=chat("hi", stream=True)) as resp:
+        body = await asyncio.wait_for(resp.read(), 10)
+    assert body.count(b"data: {") == 15 and body.endswith(b"data: [DONE]\n\n")

@@ -59,6 +59,7 @@ class SemanticSpec:
     # balancer.threshold "auto": instances without a threshold learn theirs when the
     # references are built; `threshold` is then 0, the value an instance falls back to.
     auto_threshold: bool = False
+    conversation: s.Conversation | None = None  # None: route on the last user turn only
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,6 +348,7 @@ def _semantic(
         aggregation=balancer.aggregation, k=balancer.k, min_margin=balancer.min_margin,
         embeddings=emb, catchall=catchall, apisix_header=opts is not None and opts.debugging,
         center=balancer.center,
+        conversation=balancer.conversation if balancer.context == "conversation" else None,
     )
 
 

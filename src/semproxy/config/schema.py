@@ -191,6 +191,22 @@ class Instance(Strict):
     catchall: bool = False
 
 
+class Conversation(Strict):
+    """How `context: conversation` reads earlier user turns (defaults measured on CLINC150
+    conversations, docs/en/semantic-routing.md)."""
+
+    # User turns looked at, the newest included: 3 covers a topic and two follow-ups.
+    max_turns: int = Field(default=3, ge=2, le=16)
+    # A turn leads to another instance only if it scores that instance this much
+    # higher than the instance the conversation is on...
+    switch_margin: float = Field(default=0.15, ge=0.0, le=2.0)
+    # ...and this much higher than its closest phrase among the topic-free
+    # follow-ups semproxy ships (semantic/followups.txt).
+    followup_margin: float = Field(default=-0.04, ge=-2.0, le=2.0)
+    # Longer user turns are pasted material (logs, files), not the user's words: skipped.
+    max_turn_chars: int = Field(default=1000, ge=1, le=16384)
+
+
 class Balancer(Strict):
     algorithm: Literal["roundrobin", "chash", "semantic"] = "roundrobin"
     hash_on: Literal["vars", "header", "cookie", "consumer", "vars_combinations"] = "vars"
@@ -206,6 +222,9 @@ class Balancer(Strict):
     # (see semantic/scorer.py `centered`). Changes the scale of every score,
     # so thresholds chosen without it do not carry over.
     center: bool = False
+    # semproxy extension: `conversation` decides on the earlier user turns too.
+    context: Literal["last_user", "conversation"] = "last_user"
+    conversation: Conversation = Field(default_factory=Conversation)
 
     @field_validator("threshold")
     @classmethod

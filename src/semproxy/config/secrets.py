@@ -68,7 +68,7 @@ def _string(text: str, env: Mapping[str, str], is_secret_place: bool, path: str,
         return text
 
     def fill(m: re.Match[str]) -> str:
-        if m.group(3) is not None:
+        if is_secret_place and m.group(3) is not None:  # VARIABLE alone has two groups
             return _env_ref(m.group(3), m.group(4), env, path, errors)
         name, default = m.group(1), m.group(2)
         if name in env:

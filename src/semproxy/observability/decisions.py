@@ -99,6 +99,7 @@ def entry(seq: int, at: float, route: str, instance: str, status: int, seconds: 
         "instance": instance, "status": status,
         "reason": None if decision is None else decision.reason,
         "top_score": None if top is None else round(top, 4),
+        "context": None if decision is None or not decision.context else list(decision.context),
         "latency_ms": round(seconds * 1000, 1),
     }
     if prompt is not None:

@@ -17,9 +17,11 @@ from typing import Any
 import orjson
 
 from semproxy.errors import BadRequestError
+from semproxy.protocols.anthropic_native import parse_arguments
 from semproxy.protocols.anthropic_stream import STOP_REASONS, MessagesStream, usage
 from semproxy.protocols.body import parse_object
-from semproxy.protocols.contract import Parsed, clip
+from semproxy.protocols.contract import Parsed
+from semproxy.semantic.query import RoutingInput, prompt_input
 
 # Passed through under the same name and meaning.
 SAME_FIELDS = ("model", "temperature", "top_p", "stream")
@@ -50,8 +52,8 @@ class AnthropicMessages:
         except BadRequestError as exc:
             # Blocks Chat Completions cannot carry (documents, server tools, ...)
             # can still go, as they are, to a native Anthropic instance.
-            return Parsed({}, routing_text(messages), request, exc)
-        return Parsed(payload, routing_text(messages), request)
+            return Parsed({}, routing_query(messages), request, exc)
+        return Parsed(payload, routing_query(messages), request)
 
     def reply(self, body: bytes) -> bytes:
         return orjson.dumps(from_chat(orjson.loads(body)))
@@ -68,20 +70,20 @@ def error_body(status: int, message: str) -> bytes:
     return orjson.dumps({"type": "error", "error": {"type": kind, "message": message}})
 
 
-def routing_text(messages: list[Any]) -> str:
+def routing_query(messages: list[Any]) -> RoutingInput:
     """The last user turn's own text blocks; `tool_result` content is not the user's words."""
     for message in reversed(messages):
         if not isinstance(message, dict) or message.get("role") != "user":
             continue
         content = message.get("content")
         if isinstance(content, str):
-            return clip(content)
+            return prompt_input(content)
         blocks = content if isinstance(content, list) else ()
         texts = [b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text"
                  and isinstance(b.get("text"), str)]
         if texts:
-            return clip(" ".join(texts))
-    return ""
+            return prompt_input(" ".join(texts))
+    return prompt_input("")
 
 
 def to_chat(request: dict[str, Any], messages: list[Any]) -> dict[str, Any]:
@@ -219,13 +221,3 @@ def from_chat(completion: dict[str, Any]) -> dict[str, Any]:
         "stop_reason": STOP_REASONS.get(choice.get("finish_reason") or "stop", "end_turn"),
         "stop_sequence": None, "usage": usage(completion.get("usage")),
     }
-
-
-def parse_arguments(arguments: Any) -> Any:
-    """Tool arguments as an object: a model may send invalid JSON, kept then as a string."""
-    if not isinstance(arguments, str) or not arguments:
-        return {}
-    try:
-        return orjson.loads(arguments)
-    except orjson.JSONDecodeError:
-        return {"arguments": arguments}

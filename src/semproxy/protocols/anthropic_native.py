@@ -14,7 +14,6 @@ from typing import Any
 
 import orjson
 
-from semproxy.protocols.anthropic import parse_arguments
 from semproxy.protocols.events import decoded
 
 DEFAULT_MAX_TOKENS = 4096
@@ -108,6 +107,16 @@ def _image_source(url: str) -> dict[str, Any]:
         media, _, data = url[5:].partition(";base64,")
         return {"type": "base64", "media_type": media, "data": data}
     return {"type": "url", "url": url}
+
+
+def parse_arguments(arguments: Any) -> Any:
+    """Tool arguments as an object: a model may send invalid JSON, kept then as a string."""
+    if not isinstance(arguments, str) or not arguments:
+        return {}
+    try:
+        return orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        return {"arguments": arguments}
 
 
 def _assistant_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from semproxy.errors import error_body
 from semproxy.protocols.body import parse_chat
 from semproxy.protocols.contract import Parsed, StreamTranslator
-from semproxy.semantic.query import routing_text
+from semproxy.semantic.query import routing_input
 
 
 class ChatCompletions:
@@ -13,7 +13,7 @@ class ChatCompletions:
 
     def parse(self, body: bytes) -> Parsed:
         payload = parse_chat(body)
-        return Parsed(payload, routing_text(payload))
+        return Parsed(payload, routing_input(payload))
 
     def reply(self, body: bytes) -> bytes:
         return body

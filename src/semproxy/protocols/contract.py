@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from semproxy.errors import BadRequestError
-from semproxy.semantic.query import MAX_ROUTING_TEXT
+from semproxy.semantic.query import RoutingInput
 
 
 @dataclass(slots=True)
@@ -14,15 +14,15 @@ class Parsed:
     """A client request in the gateway's terms.
 
     `payload` is what goes upstream (a Chat Completions body, or an embeddings
-    body); `text` is the user's own words that semantic routing compares, None
-    for a request that is not routed on meaning (embeddings). `native` is the
+    body); `query` holds the user's own words that semantic routing compares,
+    None for a request that is not routed on meaning (embeddings). `native` is the
     client's own body when an instance speaking the same protocol may take it
     as it is; `unsupported` says why it has no Chat Completions form (payload
     is then empty and only such native instances can serve it).
     """
 
     payload: dict[str, Any]
-    text: str | None
+    query: RoutingInput | None
     native: dict[str, Any] | None = None
     unsupported: BadRequestError | None = None
 
@@ -55,8 +55,3 @@ class ClientProtocol(Protocol):
 
     def error(self, status: int, message: str, type_: str, code: str | None) -> bytes:
         """An error body in this protocol's shape."""
-
-
-def clip(text: str) -> str:
-    """Routing text capped as Chat Completions caps it."""
-    return text[:MAX_ROUTING_TEXT].strip()

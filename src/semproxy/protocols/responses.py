@@ -18,13 +18,14 @@ import orjson
 
 from semproxy.errors import BadRequestError, error_body
 from semproxy.protocols.body import parse_object
-from semproxy.protocols.contract import Parsed, clip
+from semproxy.protocols.contract import Parsed
 from semproxy.protocols.responses_stream import (
     ResponsesStream,
     call_item,
     message_item,
     response_object,
 )
+from semproxy.semantic.query import RoutingInput, prompt_input
 
 SAME_FIELDS = ("model", "temperature", "top_p", "stream", "parallel_tool_calls", "user")
 ROLES = ("user", "assistant", "system", "developer")
@@ -47,7 +48,7 @@ class OpenAIResponses:
             raise BadRequestError("previous_response_id: this gateway does not store "
                                   "responses; send the whole conversation in 'input'")
         items = _items(request.get("input"))
-        return Parsed(to_chat(request, items), routing_text(items))
+        return Parsed(to_chat(request, items), routing_query(items))
 
     def reply(self, body: bytes) -> bytes:
         return orjson.dumps(from_chat(orjson.loads(body)))
@@ -67,12 +68,12 @@ def _items(given: Any) -> list[Any]:
     return given
 
 
-def routing_text(items: list[Any]) -> str:
+def routing_query(items: list[Any]) -> RoutingInput:
     """The text of the last user input item."""
     for item in reversed(items):
         if isinstance(item, dict) and item.get("role") == "user":
-            return clip(_text(item.get("content")))
-    return ""
+            return prompt_input(_text(item.get("content")))
+    return prompt_input("")
 
 
 def _text(content: Any) -> str:

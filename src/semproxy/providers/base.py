@@ -170,8 +170,7 @@ class OpenAIStyleProvider:
 
     async def chat(self, clients: HttpClients, target: Target, body: dict[str, Any],
                    request_id: str = "") -> Reply:
-        return await clients.post(target, orjson.dumps(self.shape_body(body)), request_id,
-                                  stream=body.get("stream") is True)
+        return await clients.post(target, orjson.dumps(self.shape_body(body)), request_id)
 
     async def relay_embeddings(self, clients: HttpClients, target: Target, body: dict[str, Any],
                                request_id: str = "") -> Reply:

@@ -15,6 +15,7 @@ only adds its id and body.
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 import urllib.request
 from collections.abc import Mapping
@@ -71,8 +72,8 @@ class Call:
     proxy: URL | None
     proxy_headers: Mapping[str, str] | None  # Proxy-Authorization from the proxy URL
     ssl: ssl.SSLContext | bool
-    timeout: ClientTimeout  # a whole exchange: headers and body within the attempt deadline
-    stream_timeout: ClientTimeout  # a stream: headers within it, then each read
+    timeout: ClientTimeout  # each wait: connect, each read
+    attempt_s: float  # headers, and a body read whole, within this of sending
     pool: str  # which session (pool shape) serves it
 
 
@@ -112,16 +113,13 @@ def prepare(url: str, headers: Mapping[str, str], net: NetPolicy, label: str) ->
         if parsed.scheme == "http":
             merged.update(proxy_headers)
             proxy_headers = None
-    attempt = net.attempt_timeout_s or net.timeout_s
     return Call(
         url=parsed, headers=merged,
         proxy=proxy.with_user(None) if proxy else None,
         proxy_headers=proxy_headers,
         ssl=_ssl(net, label),
-        timeout=ClientTimeout(total=attempt, connect=attempt, sock_connect=net.timeout_s,
-                              sock_read=net.timeout_s),
-        stream_timeout=ClientTimeout(connect=attempt, sock_connect=net.timeout_s,
-                                     sock_read=net.timeout_s),
+        timeout=ClientTimeout(sock_connect=net.timeout_s, sock_read=net.timeout_s),
+        attempt_s=net.attempt_timeout_s or net.timeout_s,
         pool=f"{net.max_connections}/{net.keepalive_timeout_s}/{net.keepalive}",
     )
 
@@ -189,12 +187,14 @@ class HttpClients:
         self._sessions[call.pool] = session
         return session
 
-    async def post(self, target: Target, data: bytes, request_id: str = "",
-                   stream: bool = False) -> Reply:
+    async def post(self, target: Target, data: bytes, request_id: str = "") -> Reply:
         """POST and return the reply once its headers arrived; the caller releases it.
 
-        Never sent twice: aiohttp re-sends only idempotent methods, and the
-        failover loop decides whether another instance gets the request.
+        The headers must arrive within the attempt deadline (`attempt_timeout`),
+        and so must the whole body when it is read with `Reply.read`; a stream
+        read with `iter_chunks` is bounded per read instead. Never sent twice:
+        aiohttp re-sends only idempotent methods, and the failover loop decides
+        whether another instance gets the request.
         Failures are the gateway's errors: `UpstreamConnectError` (nothing was
         sent), `UpstreamTimeoutError` or `UpstreamError` (502, e.g. a status
         outside 100-599 or an unsupported encoding).
@@ -203,11 +203,13 @@ class HttpClients:
         session = self._sessions.get(call.pool) or self._open(call, target.net)
         headers = {**call.headers, "X-Request-Id": request_id} if request_id else call.headers
         label = target.label or "upstream"
+        deadline = asyncio.get_running_loop().time() + call.attempt_s
         try:
-            resp = await session.post(
-                call.url, data=data, headers=headers, proxy=call.proxy,
-                proxy_headers=call.proxy_headers, ssl=call.ssl, allow_redirects=False,
-                timeout=call.stream_timeout if stream else call.timeout)
+            async with asyncio.timeout_at(deadline):
+                resp = await session.post(
+                    call.url, data=data, headers=headers, proxy=call.proxy,
+                    proxy_headers=call.proxy_headers, ssl=call.ssl, allow_redirects=False,
+                    timeout=call.timeout)
         except aiohttp.ConnectionTimeoutError as exc:
             raise UpstreamConnectTimeoutError(f"upstream {label} timed out") from exc
         except aiohttp.ClientConnectorError as exc:  # refused, DNS, TLS handshake, proxy
@@ -220,7 +222,7 @@ class HttpClients:
             raise UpstreamError(f"upstream {label} answered an invalid status {resp.status}",
                                 f"the upstream answered an invalid status {resp.status}")
         try:
-            return Reply(resp, label, target.net.max_body)
+            return Reply(resp, label, target.net.max_body, deadline)
         except UpstreamError:
             resp.close()
             raise

@@ -56,13 +56,15 @@ class Reply:
     holds, so an abandoned answer leaves no cycle behind for the GC to find.
     """
 
-    __slots__ = ("_decoder", "_label", "_max_body", "_resp", "content_type", "headers",
-                 "status")
+    __slots__ = ("_deadline", "_decoder", "_label", "_max_body", "_resp", "content_type",
+                 "headers", "status")
 
-    def __init__(self, resp: aiohttp.ClientResponse, label: str, max_body: int) -> None:
+    def __init__(self, resp: aiohttp.ClientResponse, label: str, max_body: int,
+                 deadline: float) -> None:
         self._resp: aiohttp.ClientResponse | None = resp
         self._label = label
         self._max_body = max_body
+        self._deadline = deadline  # loop time by which `read` must have the whole body
         self.status = resp.status
         self.headers: CIMultiDictProxy[str] = resp.headers
         self.content_type = resp.headers.get("Content-Type", "application/json")
@@ -72,17 +74,16 @@ class Reply:
             self._decoder = make_decoder(encoding, label)
 
     async def read(self) -> bytes:
-        """The whole decoded body, at most `max_body` bytes; the reply is released after."""
+        """The whole decoded body, at most `max_body` bytes, by the attempt deadline;
+        the reply is released after."""
         resp = self._resp
         assert resp is not None
         try:
-            length = resp.content_length
-            if self._decoder is None and length is not None:
-                if length > self._max_body:
-                    raise self._too_large()
-                body = await resp.content.readexactly(length) if length else b""
+            if resp.content.is_eof() and self._decoder is None:  # all here: no timer needed
+                body = await self._body(resp)
             else:
-                body = b"".join([chunk async for chunk in self._decoded(self._max_body)])
+                async with asyncio.timeout_at(self._deadline):
+                    body = await self._body(resp)
         except asyncio.IncompleteReadError as exc:
             self.abort()
             raise UpstreamError(f"upstream {self._label} sent a broken body") from exc
@@ -91,6 +92,14 @@ class Reply:
             raise upstream_error(exc, self._label) from exc
         self.release()
         return body
+
+    async def _body(self, resp: aiohttp.ClientResponse) -> bytes:
+        length = resp.content_length
+        if self._decoder is None and length is not None:
+            if length > self._max_body:
+                raise self._too_large()
+            return await resp.content.readexactly(length) if length else b""
+        return b"".join([chunk async for chunk in self._decoded(self._max_body)])
 
     async def iter_chunks(self) -> AsyncIterator[bytes]:
         """Decoded body bytes, read from the upstream only as fast as they are taken."""

@@ -68,13 +68,13 @@ class ConversationResult:
     alone_ok: bool  # every labelled user turn, routed alone, reaches its own domain
 
 
-async def route_conversations(selector: SemanticRouter, convs: Sequence[Conversation]
+async def route_conversations(router: SemanticRouter, convs: Sequence[Conversation]
                               ) -> list[ConversationResult]:
     """Route each conversation as the gateway routes the request, and each labelled turn
-    alone (`semproxy eval` on the same selector; no LLM is called)."""
-    whole = await evaluate(selector, [c.item for c in convs])
+    alone (`semproxy eval` on the same router; no LLM is called)."""
+    whole = await evaluate(router, [c.item for c in convs])
     turns = [t for c in convs for t in c.labelled_turns]
-    alone = await evaluate(selector, turns)
+    alone = await evaluate(router, turns)
     ok = iter(e == d.pick for e, d in zip(alone.expected, alone.decisions, strict=True))
     return [ConversationResult(c, c.item.instance == d.pick,
                                all([next(ok) for _ in c.labelled_turns]))

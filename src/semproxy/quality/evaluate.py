@@ -95,7 +95,8 @@ async def evaluate(router: SemanticRouter, items: Sequence[LabelledPrompt],
     started = time.perf_counter()
     for start in range(0, len(items), CHUNK):
         chunk = items[start:start + CHUNK]
-        decisions += await route_batch(router, [i.text for i in chunk])
+        decisions += await router.route_many([router.narrowed(i.routing_input())
+                                              for i in chunk])
         if bar is not None:
             bar.advance(len(chunk))
     seconds = time.perf_counter() - started

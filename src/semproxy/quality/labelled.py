@@ -4,7 +4,8 @@
     {"messages": [{"role": "user", "content": "..."}], "instance": null}
 
 `"instance": null` means the prompt should reach the catchall. A `messages`
-line is reduced to text exactly as the gateway does it (`routing_text`).
+line is reduced to text exactly as the gateway does it (`routing_text`); its
+earlier user turns are kept for routes with `context: conversation`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from semproxy.semantic.query import routing_text
+from semproxy.semantic.query import MAX_ROUTING_TEXT, RoutingInput, earlier_turns, routing_text
 
 
 class LabelledDataError(ValueError):
@@ -27,6 +28,11 @@ class LabelledDataError(ValueError):
 class LabelledPrompt:
     text: str
     instance: str | None  # None: the catchall should serve it
+    earlier: tuple[str, ...] = ()  # user turns before `text`, oldest first (`messages` lines)
+
+    def routing_input(self) -> RoutingInput:
+        """All the user turns; the route's router keeps what its settings read."""
+        return RoutingInput(self.text, self.earlier)
 
 
 def parse_item(item: Any, where: str) -> LabelledPrompt:
@@ -41,7 +47,9 @@ def parse_item(item: Any, where: str) -> LabelledPrompt:
         return LabelledPrompt(item["prompt"].strip(), label)
     messages = item.get("messages")
     if isinstance(messages, list) and messages and all(isinstance(m, dict) for m in messages):
-        return LabelledPrompt(routing_text({"messages": messages}), label)
+        # Every earlier user turn: the route's conversation settings choose among them.
+        earlier = earlier_turns(messages, len(messages) + 1, MAX_ROUTING_TEXT)
+        return LabelledPrompt(routing_text({"messages": messages}), label, earlier)
     raise LabelledDataError(f"{where}: give 'prompt' (a string) or 'messages' (a chat array)")
 
 

@@ -62,8 +62,8 @@ def find_scenarios(root: str | Path) -> list[Path]:
 
 
 async def evaluate_scenario(scenario: Scenario) -> Evaluation:
-    async with router_for(scenario.config, scenario.route) as selector:
-        return await evaluate(selector, scenario.items)
+    async with router_for(scenario.config, scenario.route) as router:
+        return await evaluate(router, scenario.items)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,15 +79,13 @@ class ScenarioFigures:
 def figures(name: str, ev: Evaluation, kinds: Sequence[str]) -> ScenarioFigures:
     right = [e == d.pick for e, d in zip(ev.expected, ev.decisions, strict=True)]
     in_scope = [i for i, e in enumerate(ev.expected) if e != ev.catchall]
-    top1 = [bool(ev.decisions[i].ranking) and ev.decisions[i].ranking[0][0] == ev.expected[i]
-            for i in in_scope]
     catchall = [r for r, e in zip(right, ev.expected, strict=True) if e == ev.catchall]
 
     def rate(flags: Sequence[bool]) -> Rate:
         return Rate(sum(flags), len(flags))
 
     return ScenarioFigures(
-        name, rate(right), rate([right[i] for i in in_scope]), rate(top1), rate(catchall),
+        name, rate(right), rate([right[i] for i in in_scope]), ev.top1_rate(), rate(catchall),
         {kind: rate([r for r, k in zip(right, kinds, strict=True) if k == kind])
          for kind in KINDS})
 

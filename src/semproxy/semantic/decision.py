@@ -34,6 +34,8 @@ class Decision:
     reason: str
     cleared: tuple[str, ...] = ()
     ranking: tuple[tuple[str, float], ...] = ()
+    # `context: conversation`: each user turn's weight, oldest first (empty otherwise).
+    context: tuple[float, ...] = ()
 
     @property
     def matched(self) -> bool:
@@ -52,6 +54,11 @@ class Decision:
         """``name:score`` pairs, rendered once: a remembered decision serves many
         requests, and each may put the text in a header and a warning."""
         return format_scores(self.ranking)
+
+    @property
+    def context_text(self) -> str:
+        """Per-turn weights, oldest first: ``0,1,0`` (the middle turn decided)."""
+        return ",".join(f"{w:g}" for w in self.context)
 
 
 def fallback(catchall: str, reason: str) -> Decision:

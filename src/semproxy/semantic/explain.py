@@ -10,14 +10,14 @@ import math
 from typing import Any
 
 from semproxy.config.runtime import GatewayConfig
-from semproxy.semantic.query import prompt_input
+from semproxy.semantic.query import RoutingInput, prompt_input
 from semproxy.semantic.router import SemanticRouter, router_for
 from semproxy.semantic.similarity import margin
 
 
-async def explain_with(router: SemanticRouter, prompt: str) -> dict[str, Any]:
-    # Exactly the text a request with this prompt would be routed on (capped, stripped).
-    decision = (await router.route(prompt_input(prompt))).decision
+async def explain_with(router: SemanticRouter, query: RoutingInput) -> dict[str, Any]:
+    """The decision a request with this input gets, with every score and threshold."""
+    decision = (await router.route(query)).decision
     thresholds = dict(zip(router.names, router.thresholds, strict=True))
     gap = margin(list(decision.ranking))
     return {
@@ -31,12 +31,18 @@ async def explain_with(router: SemanticRouter, prompt: str) -> dict[str, Any]:
              "cleared": name in decision.cleared}
             for name, score in decision.ranking
         ],
+        # Conversation routing: the user turns read (oldest first) and their weights.
+        "context": None if not decision.context else [
+            {"turn": text, "weight": weight}
+            for text, weight in zip((*query.earlier, query.text), decision.context,
+                                    strict=False)
+        ],
     }
 
 
 async def explain(config: GatewayConfig, route_id: str, prompt: str) -> dict[str, Any]:
     async with router_for(config, route_id) as router:
-        return await explain_with(router, prompt)
+        return await explain_with(router, prompt_input(prompt))
 
 
 def render(result: dict[str, Any]) -> str:
@@ -49,5 +55,7 @@ def render(result: dict[str, Any]) -> str:
         lines.append("   (no scores: embedding failed or no user text)")
     if result["margin"] is not None:
         lines.append(f"margin to runner-up: {result['margin']:.4f}")
+    for row in result.get("context") or ():
+        lines.append(f"turn weight {row['weight']:g}: {row['turn'][:60]}")
     lines.append(f"catchall: {result['catchall']}")
     return "\n".join(lines)

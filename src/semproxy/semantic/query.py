@@ -1,6 +1,7 @@
 """What semantic routing reads from a request: the text it embeds.
 
-The rule is the proposal's: the last message with role `user`. A content
+The rule is the proposal's: the last message with role `user` (and, with
+`context: conversation`, the user turns before it). A content
 array contributes its text parts joined with a space; images and other parts
 carry no text to compare, so they are skipped. The text is capped before it
 is embedded, so a pasted document cannot make routing expensive.
@@ -8,7 +9,7 @@ is embedded, so a pasted document cannot make routing expensive.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,9 +20,15 @@ MAX_ROUTING_TEXT = 16 * 1024
 
 @dataclass(frozen=True, slots=True)
 class RoutingInput:
-    """The text a decision is made on (capped, stripped; empty when there is none)."""
+    """What a decision is made on.
+
+    `text` is the last user turn (capped, stripped; empty when there is none).
+    `earlier` holds the user turns before it, oldest first, only on routes with
+    `context: conversation` (and only those worth reading, see `earlier_turns`).
+    """
 
     text: str
+    earlier: tuple[str, ...] = ()
 
 
 def message_text(message: Mapping[str, Any]) -> str:
@@ -51,3 +58,26 @@ def routing_input(payload: Mapping[str, Any]) -> RoutingInput:
 def prompt_input(prompt: str) -> RoutingInput:
     """The input a request carrying `prompt` as its only user message would get."""
     return RoutingInput(prompt[:MAX_ROUTING_TEXT].strip())
+
+
+def earlier_turns(messages: Sequence[Any], max_turns: int, max_chars: int) -> tuple[str, ...]:
+    """Up to `max_turns - 1` user turns before the last one, oldest first.
+
+    Only the user's own words count: tool results (role `tool`, or a user turn
+    with no text part) and turns longer than `max_chars` (pasted logs, files)
+    are skipped, so they neither carry a topic nor use up a turn.
+    """
+    found: list[str] = []
+    seen_last = False
+    for message in reversed(messages):
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        if not seen_last:
+            seen_last = True  # the last user turn is `RoutingInput.text`
+            continue
+        text = message_text(message).strip()
+        if text and len(text) <= max_chars:
+            found.append(text)
+            if len(found) >= max_turns - 1:
+                break
+    return tuple(reversed(found))

@@ -12,7 +12,8 @@ import logging
 from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import NamedTuple
+from dataclasses import replace
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -22,9 +23,10 @@ from semproxy.embeddings.factory import EmbedderPool
 from semproxy.errors import BadRequestError, EmbeddingError, NotFoundError
 from semproxy.observability.logging import log_line
 from semproxy.providers.http import HttpClients
+from semproxy.semantic import conversation
 from semproxy.semantic.cascade import CascadeScorer
 from semproxy.semantic.decision import NO_USER_TEXT, Decision, decide, fallback
-from semproxy.semantic.query import RoutingInput
+from semproxy.semantic.query import RoutingInput, earlier_turns
 from semproxy.semantic.scorer import PromptScorer, References, ScoredInstance
 
 log = logging.getLogger("semproxy.routing")
@@ -57,8 +59,11 @@ class SemanticRouter:
         # reference vectors it was scored against are still the current ones:
         # no embedding, no matrix product. Only scored decisions are kept;
         # failures are retried on the next request.
-        self._decisions: OrderedDict[str, tuple[References, Decision]] = OrderedDict()
+        # Each entry keeps the turn's score row too: a conversation reuses the
+        # earlier turns' scores from here instead of embedding them again.
+        self._decisions: OrderedDict[str, tuple[References, conversation.Turn]] = OrderedDict()
         self._max_decisions = spec.embeddings.cache_size
+        self._index = {name: i for i, name in enumerate(self.names)}
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -81,56 +86,103 @@ class SemanticRouter:
         return decide(self.names, scores, self.thresholds if thresholds is None else thresholds,
                       self.spec.catchall, min_margin=self.spec.min_margin, negative=negative)
 
+    def query(self, messages: Sequence[Any], text: str) -> RoutingInput:
+        """The input of a chat request: its last user turn `text` and, on a route with
+        `context: conversation`, the user turns before it that are worth reading."""
+        settings = self.spec.conversation
+        if settings is None:
+            return RoutingInput(text)
+        return RoutingInput(text, earlier_turns(messages, settings.max_turns,
+                                                settings.max_turn_chars))
+
+    def narrowed(self, query: RoutingInput) -> RoutingInput:
+        """`query` (earlier turns unfiltered, e.g. from a labelled file) as `query` would
+        have built it from the same conversation."""
+        settings = self.spec.conversation
+        if settings is None:
+            return RoutingInput(query.text)
+        kept = [t for t in query.earlier if t and len(t) <= settings.max_turn_chars]
+        return RoutingInput(query.text, tuple(kept[-(settings.max_turns - 1):]))
+
+    def _turns(self, query: RoutingInput) -> list[str]:
+        """The turns a conversation is decided on; a pasted last turn does not count."""
+        settings = self.spec.conversation
+        if settings is None or not query.earlier:
+            return [query.text]
+        last = [query.text] if query.text and len(query.text) <= settings.max_turn_chars else []
+        return [*query.earlier, *last]
+
     # -- one request (the gateway): cached, fail-open ---------------------------
     async def route(self, query: RoutingInput) -> Routed:
         """The decision for one request; any failure serves the catchall."""
-        text = query.text
-        if not text:
+        turns = self._turns(query)
+        if not turns or not turns[-1]:
             return Routed(fallback(self.spec.catchall, NO_USER_TEXT), None)
-        decision = self._remembered(text)
-        cached = decision is not None
-        if decision is None:
-            decision = await self._score(text)
+        remembered = [self._remembered(t) for t in turns]
+        missing = [t for t, seen in zip(turns, remembered, strict=True) if seen is None]
+        try:
+            fresh = await self._score(missing) if missing else {}
+        except EmbeddingError as exc:
+            log.warning("semantic routing: %s on route %s, serving %s", exc, self.route_id,
+                        self.spec.catchall)
+            return Routed(fallback(self.spec.catchall, exc.reason), None)
+        except Exception as exc:  # fail-open: routing must never turn a request into a 5xx
+            log.warning("semantic routing: unexpected %s on route %s, serving %s",
+                        type(exc).__name__, self.route_id, self.spec.catchall)
+            return Routed(fallback(self.spec.catchall, "embedding_error"), None)
+        scored = [seen or fresh[t] for t, seen in zip(turns, remembered, strict=True)]
+        decision = self._conversation(scored)
         if decision.ranking and not decision.matched and log.isEnabledFor(logging.WARNING):
             log_line(log, logging.WARNING, "semantic routing: no instance cleared threshold "
                      f"(scores: {decision.scores_text}), falling back")
-        return Routed(decision, cached if self._max_decisions > 0 else None)
+        return Routed(decision, not missing if self._max_decisions > 0 else None)
 
-    def _remembered(self, text: str) -> Decision | None:
+    def _conversation(self, scored: Sequence[conversation.Turn]) -> Decision:
+        if len(scored) == 1 or self.spec.conversation is None:
+            return scored[-1][0]
+        chosen = conversation.anchor(scored, self._index, self.spec.conversation)
+        return replace(scored[chosen][0], context=conversation.weights(len(scored), chosen))
+
+    def _remembered(self, text: str) -> conversation.Turn | None:
         entry = self._decisions.get(text)
         if entry is None or entry[0] is not self.scorer.current:
             return None
         self._decisions.move_to_end(text)
         return entry[1]
 
-    def _remember(self, text: str, refs: References, decision: Decision) -> None:
+    def _remember(self, text: str, refs: References, turn: conversation.Turn) -> None:
         if self._max_decisions <= 0:
             return
-        self._decisions[text] = (refs, decision)
+        self._decisions[text] = (refs, turn)
         if len(self._decisions) > self._max_decisions:
             self._decisions.popitem(last=False)
 
-    async def _score(self, text: str) -> Decision:
-        try:
-            if self.cascade is None:
-                refs, scores, negative = await self.scorer.score_many((text,))
-            else:
-                (refs, scores, negative), stage = await self.cascade.score(text)
-                self.stages[stage] += 1
-        except EmbeddingError as exc:
-            log.warning("semantic routing: %s on route %s, serving %s", exc, self.route_id,
-                        self.spec.catchall)
-            return fallback(self.spec.catchall, exc.reason)
-        except Exception as exc:  # fail-open: routing must never turn a request into a 5xx
-            log.warning("semantic routing: unexpected %s on route %s, serving %s",
-                        type(exc).__name__, self.route_id, self.spec.catchall)
-            return fallback(self.spec.catchall, "embedding_error")
-        # The deciding stage's thresholds: cosine scales differ between the models.
-        decision = self.decide(scores[0], None if negative is None else negative[0],
-                               refs.thresholds)
+    async def _score(self, texts: Sequence[str]) -> dict[str, conversation.Turn]:
+        """Each text scored and decided on its own, with one embedding call; remembered."""
+        if self.cascade is None:
+            refs, scores, negative, generic = await self.scorer.score_turns(texts)
+            out = self._own_turns(texts, scores, negative, generic, [refs.thresholds] * len(texts))
+        else:
+            # The cascade scores with the stage each text needs; the follow-up check is
+            # a fast-model measure, so it is not applied to these turns.
+            scores, negative, thresholds = await self._score_rows(texts)
+            out = self._own_turns(texts, scores, negative, None, thresholds)
         # Remembered against the fast stage's references, which both stages' live as long as.
-        self._remember(text, self.scorer.current or refs, decision)
-        return decision
+        current = self.scorer.current
+        if current is not None:
+            for text, turn in out.items():
+                self._remember(text, current, turn)
+        return out
+
+    def _own_turns(self, texts: Sequence[str], scores: np.ndarray, negative: np.ndarray | None,
+                   generic: np.ndarray | None, thresholds: Sequence[tuple[float, ...]]
+                   ) -> dict[str, conversation.Turn]:
+        """Each text's own decision (with the thresholds of the stage that scored it: cosine
+        scales differ between models), its scores and its closeness to the follow-ups."""
+        return {text: (self.decide(scores[row], None if negative is None else negative[row],
+                                   thresholds[row]),
+                       scores[row], None if generic is None else float(generic[row]))
+                for row, text in enumerate(texts)}
 
     # -- many prompts (eval, calibrate, playground): batched, errors raised -------
     async def score_many(self, texts: Sequence[str]
@@ -148,24 +200,32 @@ class SemanticRouter:
         if self.cascade is None:
             refs, scores, negative = await self.scorer.score_many(texts)
             return scores, negative, [refs.thresholds] * len(texts)
+        if len(texts) == 1:  # one request's turn: the cascade's bounded, shedding path
+            (refs, scores, negative), stage = await self.cascade.score(texts[0])
+            self.stages[stage] += 1
+            return scores, negative, [(self.cascade.refs_for(stage) or refs).thresholds]
         (refs, scores, negative), stages = await self.cascade.score_many(texts)
         return scores, negative, [(self.cascade.refs_for(s) or refs).thresholds for s in stages]
 
     async def route_many(self, queries: Sequence[RoutingInput]) -> list[Decision]:
         """`route` for many inputs with one embedding call, without the cache.
 
-        It does not fail open: an embedding error is raised, because figures
-        computed from fallbacks would be meaningless.
+        Every distinct turn is embedded once. It does not fail open: an
+        embedding error is raised, because figures computed from fallbacks
+        would be meaningless.
         """
-        decisions = [fallback(self.spec.catchall, NO_USER_TEXT) for _ in queries]
-        todo = [i for i, q in enumerate(queries) if q.text]
-        if not todo:
-            return decisions
-        scores, negative, thresholds = await self._score_rows([queries[i].text for i in todo])
-        for row, i in enumerate(todo):
-            decisions[i] = self.decide(scores[row], None if negative is None else negative[row],
-                                       thresholds[row])
-        return decisions
+        turns = [self._turns(q) for q in queries]
+        texts = list(dict.fromkeys(t for ts in turns for t in ts if t))
+        own: dict[str, conversation.Turn] = {}
+        if texts:
+            if self.cascade is None:
+                refs, scores, negative, generic = await self.scorer.score_turns(texts)
+                rows = [refs.thresholds] * len(texts)
+            else:
+                (scores, negative, rows), generic = await self._score_rows(texts), None
+            own = self._own_turns(texts, scores, negative, generic, rows)
+        return [self._conversation([own[t] for t in ts]) if ts and ts[-1]
+                else fallback(self.spec.catchall, NO_USER_TEXT) for ts in turns]
 
 
 def open_router(route: RouteSpec, embedder: Embedder, strong: Embedder | None = None
@@ -181,7 +241,8 @@ def open_router(route: RouteSpec, embedder: Embedder, strong: Embedder | None = 
                                 i.threshold if i.threshold is not None
                                 else None if spec.auto_threshold else spec.threshold)
                  for i in route.instances if i.examples]
-    fast = PromptScorer(instances, embedder, spec.aggregation, spec.k, spec.center)
+    followups = conversation.FOLLOWUPS if spec.conversation is not None else ()
+    fast = PromptScorer(instances, embedder, spec.aggregation, spec.k, spec.center, followups)
     # The strong stage never centres: centring corrects the common component of
     # averaged word vectors, and measured worse on MiniLM's vectors.
     cascade = None if strong is None else CascadeScorer(

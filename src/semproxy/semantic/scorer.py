@@ -39,13 +39,16 @@ class References:
     center: np.ndarray | None = None
     aggregation: str = "max"
     k: int = 3
+    followups: np.ndarray | None = None  # the shipped topic-free follow-ups (conversations)
 
     @property
     def dim(self) -> int:
         return int(self.matrix.shape[1])
 
-    def score(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        """`(n, n_instances)` scores of `n` embedded prompts, and of the negatives if any.
+    def score(self, vectors: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """`(n, n_instances)` scores of `n` embedded prompts, of the negatives if any, and
+        each prompt's best cosine to the shipped follow-ups (when they were loaded).
 
         Every instance here has examples (the scorer keeps only those), so the
         segments are all non-empty and the aggregation runs without the masking
@@ -60,10 +63,11 @@ class References:
             sims = sims.astype(np.float64)
         scores = AGGREGATIONS[self.aggregation](sims, self.starts, self.k,
                                                  self.sum_norms, self.matrix)
+        generic = None if self.followups is None else (prompts @ self.followups.T).max(axis=-1)
         if self.negatives is None or self.negative_bounds is None:
-            return scores, None
+            return scores, None, generic
         return scores, np.atleast_2d(instance_scores(prompts, self.negatives,
-                                                     self.negative_bounds))
+                                                     self.negative_bounds)), generic
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,12 +104,14 @@ class PromptScorer:
         aggregation: str = "max",
         k: int = 3,
         center: bool = False,
+        followups: Sequence[str] = (),
     ) -> None:
         self.instances = tuple(i for i in instances if i.examples)
         self._embedder = embedder
         self._aggregation = aggregation
         self._k = k
         self._center = center
+        self._followups = tuple(followups)
         self._refs: References | None = None
         self._building: asyncio.Future[References] | None = None
 
@@ -146,9 +152,13 @@ class PromptScorer:
         neg_texts = [t for group in negatives for t in group]
         thresholds = tuple(i.threshold for i in self.instances)
         background = background_prompts() if None in thresholds else []
-        vectors = await self._embedder.embed(texts + neg_texts + background)
-        if vectors.ndim != 2 or vectors.shape[0] != len(texts) + len(neg_texts) + len(background):
+        extra = list(self._followups)
+        vectors = await self._embedder.embed(texts + neg_texts + background + extra)
+        if vectors.ndim != 2 or vectors.shape[0] != (len(texts) + len(neg_texts)
+                                                     + len(background) + len(extra)):
             raise EmbeddingError("reference embeddings have the wrong shape")
+        own = len(texts) + len(neg_texts)
+        ours = own + len(background)  # then the shipped follow-ups, if any
         mean = normalize(vectors[: len(texts)]).mean(axis=0) if self._center and texts else None
         matrix = centered(vectors, mean)
         bounds = _bounds(positives)
@@ -158,17 +168,17 @@ class PromptScorer:
             # Learning runs one scoring pass per example: off the event loop.
             thresholds=await asyncio.get_running_loop().run_in_executor(
                 None, complete, thresholds, refs, bounds,
-                matrix[len(texts) + len(neg_texts):], self._score_fn),
+                matrix[own:ours], self._score_fn),
             matrix=refs,
             bounds=bounds,
-            negatives=np.ascontiguousarray(matrix[len(texts):len(texts) + len(neg_texts)])
-            if neg_texts else None,
+            negatives=np.ascontiguousarray(matrix[len(texts):own]) if neg_texts else None,
             negative_bounds=_bounds(negatives) if neg_texts else None,
             sum_norms=segment_sum_norms(matrix[: len(texts)], bounds),
             starts=bounds[:-1],
             center=mean,
             aggregation=self._aggregation,
             k=self._k,
+            followups=np.ascontiguousarray(matrix[ours:]) if extra else None,
         )
 
     def _score_fn(self, prompts: np.ndarray, refs: np.ndarray, bounds: np.ndarray
@@ -185,6 +195,14 @@ class PromptScorer:
         gateway's per-request path is this with one text, so a batch routes
         exactly as requests would. Returns `(n_texts, n_instances)` scores.
         """
+        refs, scores, negative, _ = await self.score_turns(texts)
+        return refs, scores, negative
+
+    async def score_turns(
+        self, texts: Sequence[str]
+    ) -> tuple[References, np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """`score_many`, plus each text's closeness to the shipped follow-ups (None when
+        the route does not read conversations); see `References.score`."""
         refs = self._refs
         if refs is None:
             refs = await self.references()

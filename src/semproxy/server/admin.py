@@ -40,7 +40,7 @@ from semproxy.errors import (
 )
 from semproxy.protocols.body import parse_object
 from semproxy.semantic.explain import explain_with
-from semproxy.semantic.query import routing_text
+from semproxy.semantic.query import prompt_input, routing_text
 from semproxy.server.app import Gateway, error_middleware, json_response
 from semproxy.server.examples import examples_request, write_in_place
 from semproxy.server.playground import is_public
@@ -208,13 +208,14 @@ class AdminAPI:
         if route.semantic is None:
             raise BadRequestError("this route does not use semantic balancing")
         body = parse_object(await request.read())
-        if isinstance(body.get("messages"), list):
-            prompt = routing_text(body)
+        messages = body.get("messages")
+        if isinstance(messages, list) and all(isinstance(m, dict) for m in messages):
+            query = route.semantic.query(messages, routing_text(body))
         elif isinstance(body.get("prompt"), str):
-            prompt = body["prompt"]
+            query = prompt_input(body["prompt"])
         else:
-            raise BadRequestError("give 'prompt' (string) or 'messages' (array)")
-        return json_response(await explain_with(route.semantic, prompt))
+            raise BadRequestError("give 'prompt' (string) or 'messages' (array of objects)")
+        return json_response(await explain_with(route.semantic, query))
 
     async def add_examples(self, request: web.Request) -> web.Response:
         """Append examples to one instance of a semantic route: {"instance", "examples"}.

@@ -179,6 +179,8 @@ def access_fields(exchange: Exchange, seconds: float) -> dict[str, Any]:
     if exchange.decision is not None:
         fields["semantic"] = {"pick": exchange.decision.pick, "reason": exchange.decision.reason,
                               "top_score": exchange.decision.top_score}
+        if exchange.decision.context:  # conversation routing: each user turn's weight
+            fields["semantic"]["context"] = list(exchange.decision.context)
     if len(exchange.attempts) > 1:
         fields["failover"] = [f"{a.instance}:{a.outcome}" for a in exchange.attempts]
     route = exchange.route

@@ -24,16 +24,13 @@ from semproxy.errors import (
     UpstreamConnectError,
     UpstreamError,
     UpstreamTimeoutError,
-    error_body,
 )
 from semproxy.observability.observer import RequestObserver
-from semproxy.protocols.contract import ClientProtocol, StreamTranslator
 from semproxy.protocols.models import anthropic_list, openai_list
 from semproxy.providers.base import EmbeddingsRelay, NativeRelay, Reply
 from semproxy.providers.http import HttpClients
 from semproxy.providers.sse import sse_events
 from semproxy.semantic.decision import Decision
-from semproxy.semantic.query import RoutingInput
 from semproxy.server.auth import authenticate
 from semproxy.server.exchange import (
     Attempt,
@@ -43,7 +40,14 @@ from semproxy.server.exchange import (
     request_id,
     usage_from_body,
 )
-from semproxy.server.inbound import CHAT, EMBEDDINGS, is_models, protocol_for
+from semproxy.server.inbound import (
+    CHAT,
+    EMBEDDINGS,
+    broken_stream,
+    is_models,
+    protocol_for,
+    translate,
+)
 from semproxy.server.request import read_body
 from semproxy.server.routes import Candidates, RouteState, RouteTable
 
@@ -101,8 +105,8 @@ async def serve(request: web.Request, exchange: Exchange, table: RouteTable,
     # the environment (`options.model: ${VAR}`) and has no place in every log line.
     model = payload.get("model")
     exchange.model = model if isinstance(model, str) else None
-    if route.semantic is not None and parsed.text is not None:
-        exchange.decision = await decide(route, parsed.text, observer)
+    if route.semantic is not None and parsed.query is not None:
+        exchange.decision = await decide(route, payload, parsed.query.text, observer)
     candidates = route.candidates(request, exchange.decision, exchange.consumer)
     return await failover(request, exchange, candidates, payload, clients, observer)
 
@@ -117,11 +121,14 @@ def list_models(request: web.Request, exchange: Exchange, table: RouteTable) -> 
                         headers={"X-Request-Id": exchange.request_id})
 
 
-async def decide(route: RouteState, text: str, observer: RequestObserver) -> Decision:
-    """Route on `text`, the user's own words as the client protocol tells them."""
+async def decide(route: RouteState, payload: dict[str, Any], text: str,
+                 observer: RequestObserver) -> Decision:
+    """Route on `text`, the user's own words as the client protocol tells them (and on
+    the earlier user turns of the chat `payload` when the route reads conversations)."""
     assert route.semantic is not None
     started = time.monotonic()
-    decision, cached = await route.semantic.route(RoutingInput(text))
+    decision, cached = await route.semantic.route(route.semantic.query(payload.get("messages", ()),
+                                                                        text))
     if decision.ranking:
         observer.on_embedding(route.spec.id, time.monotonic() - started, cached)
     observer.on_semantic(route.spec.id, decision,
@@ -320,6 +327,8 @@ def debug_headers(exchange: Exchange) -> dict[str, str]:
                 headers["X-AI-Semantic-Picked-Instance"] = decision.pick
         if not decision.matched:
             headers["X-AI-Semantic-Reason"] = decision.reason
+        if decision.context:
+            headers["X-AI-Semantic-Context"] = decision.context_text
         if len(exchange.attempts) > 1 and "X-AI-Failover" not in headers:
             headers["X-AI-Failover"] = ">".join(a.instance for a in exchange.attempts)
     return headers
@@ -342,31 +351,6 @@ async def relay(request: web.Request, exchange: Exchange, reply: Reply, body: by
     if len(body) >= LARGE_BODY:
         return await relay_large(request, reply.status, headers, body)
     return web.Response(body=body, status=reply.status, headers=headers)
-
-
-def translate(protocol: ClientProtocol, status: int, body: bytes) -> bytes:
-    """An upstream answer in the client's protocol: the reply, or the error it reports."""
-    if status < 400:
-        try:
-            return protocol.reply(body)
-        except (orjson.JSONDecodeError, TypeError, AttributeError) as exc:
-            raise UpstreamError("upstream answered with a body that is not a chat "
-                                "completion") from exc
-    message, type_, code = upstream_error(body, status)
-    return protocol.error(status, message, type_, code)
-
-
-def upstream_error(body: bytes, status: int) -> tuple[str, str, str | None]:
-    """Message, type and code of an upstream error body, whatever its shape."""
-    try:
-        error = orjson.loads(body).get("error")
-    except (orjson.JSONDecodeError, AttributeError):
-        error = None
-    if isinstance(error, dict) and isinstance(error.get("message"), str):
-        code = error.get("code")
-        return (error["message"], str(error.get("type") or "upstream_error"),
-                code if isinstance(code, str) else None)
-    return f"upstream answered HTTP {status}", "upstream_error", None
 
 
 async def relay_large(request: web.Request, status: int, headers: dict[str, str], body: bytes
@@ -425,18 +409,11 @@ async def relay_stream(request: web.Request, exchange: Exchange, reply: Reply,
         return response
     except (UpstreamError, TimeoutError) as exc:
         log.warning("upstream stream broke: %s", type(exc).__name__)
-        await _write_quietly(response, _broken(translator))
+        await _write_quietly(response, broken_stream(translator))
     finally:
         reply.release()
     await _write_eof_quietly(response)
     return response
-
-
-def _broken(translator: StreamTranslator | None) -> bytes:
-    message = "upstream stream ended unexpectedly"
-    if translator is not None:
-        return translator.error(message)
-    return b"data: " + error_body(message, "upstream_error", "bad_gateway") + b"\n\n"
 
 
 async def _write_quietly(response: web.StreamResponse, data: bytes) -> None:

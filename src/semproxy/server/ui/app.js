@@ -150,6 +150,9 @@ function drawBars(result) {
   $("pick").textContent = result ? result.pick : "-";
   $("reason").textContent = result ? result.reason : "-";
   $("margin").textContent = result ? num(result.margin) : "-";
+  // Conversation routing: each user turn read, oldest first, with its weight.
+  $("turns").textContent = result && result.context
+    ? result.context.map((t) => `${t.weight} "${t.turn.slice(0, 40)}"`).join(" / ") : "-";
   const rows = result ? result.scores : [];
   // Drawn at the chart's own width (CSS: 100% of the page, at most 720 px), so a
   // narrow window gets a narrower plot instead of a chart running off the page.
@@ -390,13 +393,19 @@ async function startLive() {
   }
 }
 
+// Conversation routing: how much each user turn weighed, oldest first ("-" otherwise).
+function turnWeights(context) {
+  return context && context.length ? context.join(" / ") : "-";
+}
+
 function addLiveRow(d) {
   const body = $("live-table").tBodies[0];
   const kind = d.status >= 400 ? "failed" : d.reason && d.reason !== "matched" ? "fallback" : "";
   // The prompt is only in the feed for routes with logging.payloads on.
   body.prepend(el("tr", { class: kind, "data-seq": d.seq },
     ...[new Date(d.at * 1000).toLocaleTimeString(), d.route, d.pick, d.instance, d.status,
-        num(d.top_score), d.reason ?? "-", `${d.latency_ms} ms`, d.prompt ?? ""]
+        num(d.top_score), d.reason ?? "-", turnWeights(d.context), `${d.latency_ms} ms`,
+        d.prompt ?? ""]
       .map((v) => el("td", {}, v)), liveAddCell(d)));
   while (body.rows.length > LIVE_ROWS) body.lastElementChild.remove();
 }
