@@ -203,9 +203,9 @@ class HttpClients:
         """
         call = target.call
         session = self._sessions.get(call.pool) or self._open(call, target.net)
-        headers = call.headers
-        if request_id:
-            headers = headers.copy()  # a C-level copy; a dict would be converted per request
+        headers: CIMultiDictProxy[str] | CIMultiDict[str] = call.headers
+        if request_id:  # a copy in C; a dict would be converted on every request
+            headers = call.headers.copy()
             headers[_REQUEST_ID] = request_id
         label = target.label or "upstream"
         deadline = asyncio.get_running_loop().time() + call.attempt_s
