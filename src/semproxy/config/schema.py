@@ -203,7 +203,7 @@ class Conversation(Strict):
     # ...and this much higher than the topic-free follow-ups semproxy ships
     # (semantic/followups.txt, scored as one more instance); a turn below that
     # is a follow-up and never leads, whatever it scores.
-    followup_margin: float = Field(default=0.0, ge=-2.0, le=2.0)
+    followup_margin: float = Field(default=-0.01, ge=-2.0, le=2.0)
     # Longer user turns are pasted material (logs, files), not the user's words: skipped.
     max_turn_chars: int = Field(default=1000, ge=1, le=16384)
 

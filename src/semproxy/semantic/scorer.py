@@ -41,6 +41,10 @@ class References:
     k: int = 3
     followups: np.ndarray | None = None  # the shipped topic-free follow-ups (conversations)
     followup_norm: np.ndarray | None = None  # their sum's length (segment_sum_norms), shape (1,)
+    # Per instance: how much more than the average instance the follow-ups score it.
+    # An instance whose examples read like follow-ups ("repeat that", "cancel")
+    # needs a turn to stand that much further above the follow-ups to lead.
+    followup_bias: np.ndarray | None = None
 
     @property
     def dim(self) -> int:
@@ -175,6 +179,10 @@ class PromptScorer:
         matrix = centered(vectors, mean)
         bounds = _bounds(positives)
         refs = np.ascontiguousarray(matrix[: len(texts)])
+        bias = None
+        if extra:
+            liking = np.atleast_2d(self._score_fn(matrix[ours:], refs, bounds)).mean(axis=0)
+            bias = liking - liking.mean()
         return References(
             names=self.names,
             # Learning runs one scoring pass per example: off the event loop.
@@ -192,6 +200,7 @@ class PromptScorer:
             k=self._k,
             followups=np.ascontiguousarray(matrix[ours:]) if extra else None,
             followup_norm=segment_sum_norms(matrix[ours:], [0, len(extra)]) if extra else None,
+            followup_bias=bias,
         )
 
     def _score_fn(self, prompts: np.ndarray, refs: np.ndarray, bounds: np.ndarray
