@@ -1,4 +1,4 @@
-"""Command line: serve, validate, explain, eval, calibrate, config push."""
+"""Command line: serve, validate, explain, eval, calibrate, tune, config push."""
 
 from __future__ import annotations
 
@@ -104,6 +104,12 @@ def _calibrate(args: argparse.Namespace) -> int:
     from semproxy.quality.commands import run_calibrate
 
     return run_calibrate(args)
+
+
+def _tune(args: argparse.Namespace) -> int:
+    from semproxy.quality.commands import run_tune
+
+    return run_tune(args)
 
 
 def _push(args: argparse.Namespace) -> int:
@@ -214,6 +220,17 @@ def _quality_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
                      help="also write per-instance thresholds (they overfit on CLINC150)")
     cal.add_argument("--write", metavar="OUT.yaml", help="write the config with new thresholds")
     cal.set_defaults(func=_calibrate)
+    tune = sub.add_parser("tune", help="propose labelled prompts to add as examples")
+    tune.add_argument("--config", required=True, help="gateway config file (YAML or JSON)")
+    tune.add_argument("--route", required=True, help="id of the semantic route to tune")
+    tune.add_argument("--data", required=True,
+                      help="labelled JSONL (candidates and the prompts they are judged on)")
+    tune.add_argument("--count", type=int, default=50, help="how many prompts to propose")
+    tune.add_argument("--folds", type=int, default=5,
+                      help="estimate the gain by k-fold cross-validation (0: skip)")
+    tune.add_argument("--write", metavar="OUT.yaml",
+                      help="write the config with the proposed examples added")
+    tune.set_defaults(func=_tune)
 
 
 def main(argv: list[str] | None = None) -> int:

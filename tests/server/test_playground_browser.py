@@ -17,9 +17,11 @@ from typing import Any
 
 import orjson
 import pytest
-from tests.server.playground_env import ADMIN_KEY, LABELLED, start_playground
+from tests.server.playground_env import ADMIN_KEY, LABELLED, quickstart_file, start_playground
 
-from semproxy.server.run import RunningGateway
+from semproxy.config.loader import load_file
+from semproxy.config.source import FileSource
+from semproxy.server.run import RunningGateway, start
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -169,6 +171,77 @@ async def test_live_tab_streams_new_decisions_newest_first(
     rows = await asyncio.to_thread(live_tab, browser, gw)
     assert [(r[1], r[2], r[4], r[6]) for r in rows] == [
         ("auto", "translate", "200", "matched"), ("auto", "code", "200", "matched")]
+
+
+NEW = "tune my bicycle gears before the race"
+
+
+def add_from_batch(driver: WebDriver, gw: RunningGateway, upload: Path) -> str:
+    open_with_key(driver, gw)
+    driver.find_element(By.CSS_SELECTOR, "[data-tab=batch]").click()
+    driver.find_element(By.ID, "batch-file").send_keys(str(upload))
+    wait(driver, lambda d: d.find_element(By.ID, "batch-text").get_attribute("value"))
+    driver.find_element(By.ID, "eval-btn").click()
+    button = wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, "#misses button.add-example"))
+    label = button.text
+    button.click()
+    wait(driver, lambda d: "added to code" in d.find_element(
+        By.CSS_SELECTOR, "#misses button.add-example").text)
+    return str(label)
+
+
+async def test_batch_tab_adds_a_misrouted_prompt_to_the_instance_it_was_meant_for(
+    browser: WebDriver, gw: RunningGateway, tmp_path: Path
+) -> None:
+    upload = tmp_path / "labelled.jsonl"
+    miss = orjson.dumps({"prompt": NEW, "instance": "code"}).decode()
+    upload.write_text(LABELLED + miss + "\n", encoding="utf-8")
+    label = await asyncio.to_thread(add_from_batch, browser, gw, upload)
+    assert label == "add to code"
+    code = gw.gateway.config.routes[0].instances[0]
+    assert code.name == "code" and code.examples[-1] == NEW
+
+
+@pytest.fixture
+async def logged(tmp_path: Path) -> Any:
+    """The quickstart gateway with prompts in its decision log (logging.payloads on)."""
+    path = quickstart_file(tmp_path)
+    text = path.read_text(encoding="utf-8")
+    payloads = "        debug_headers: true\n        logging: {payloads: true}\n"
+    path.write_text(text.replace("        debug_headers: true\n", payloads), encoding="utf-8")
+    running = await start(load_file(path), "127.0.0.1:0", source=FileSource(path))
+    yield running
+    await running.close()
+
+
+def add_from_live(driver: WebDriver, gw: RunningGateway) -> str:
+    from selenium.webdriver.support.ui import Select
+
+    open_with_key(driver, gw)
+    driver.find_element(By.CSS_SELECTOR, "[data-tab=live]").click()
+    wait(driver, lambda d: "connected:" in d.find_element(By.ID, "live-status").text)
+    request = urllib.request.Request(
+        f"{gw.url}/v1/chat/completions", headers={"Content-Type": "application/json"},
+        data=orjson.dumps({"messages": [{"role": "user", "content": NEW}]}))
+    with urllib.request.urlopen(request, timeout=10) as resp:
+        assert resp.status == 200
+    select = wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, "#live-table td.add select"))
+    shown = Select(select).first_selected_option.text
+    Select(select).select_by_value("code")
+    driver.find_element(By.CSS_SELECTOR, "#live-table td.add button").click()
+    wait(driver, lambda d: "added to code" in d.find_element(
+        By.CSS_SELECTOR, "#live-table td.add button").text)
+    driver.find_element(By.CSS_SELECTOR, "[data-tab=prompt]").click()  # closes the stream
+    return str(shown)
+
+
+async def test_live_tab_adds_a_logged_prompt_as_an_example_of_the_chosen_instance(
+    browser: WebDriver, logged: RunningGateway
+) -> None:
+    shown = await asyncio.to_thread(add_from_live, browser, logged)
+    assert shown == "default"  # the select starts on the instance that served it
+    code = logged.gateway.config.routes[0].instances[0]
+    assert code.name == "code" and code.examples[-1] == NEW
 
 
 def narrow_page(driver: WebDriver, gw: RunningGateway, upload: Path) -> dict[str, Any]:

@@ -104,4 +104,6 @@ def entry(seq: int, at: float, route: str, instance: str, status: int, seconds: 
     }
     if prompt is not None:
         row["prompt"] = prompt[:PROMPT_CHARS]
+        # The playground offers "add as example" only for a prompt it has whole.
+        row["prompt_truncated"] = len(prompt) > PROMPT_CHARS
     return row

@@ -1,4 +1,4 @@
-"""`semproxy eval` and `semproxy calibrate`: argument handling and printed output."""
+"""`semproxy eval`, `calibrate` and `tune`: argument handling and printed output."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ from pathlib import Path
 
 import orjson
 
-from semproxy.config.edit import set_thresholds
+from semproxy.config.edit import add_examples, set_thresholds
 from semproxy.config.loader import load_file
 from semproxy.config.runtime import GatewayConfig
+from semproxy.embeddings.factory import EmbedderPool
+from semproxy.providers.http import HttpClients
 from semproxy.quality import calibrate as cal
 from semproxy.quality.evaluate import evaluate, rate_lines, render
 from semproxy.quality.labelled import LabelledPrompt, check_labels, load_jsonl
@@ -118,3 +120,36 @@ def _write(args: argparse.Namespace, config: GatewayConfig, fitted: cal.Fit,
     Path(args.write).write_text(set_thresholds(text, args.route, fitted.threshold, per_instance),
                                 encoding="utf-8")
     print(f"wrote {args.write}", file=sys.stderr)
+
+
+def run_tune(args: argparse.Namespace) -> int:
+    """Mistakes raise ValueError, like calibrate's: one line on stderr, exit 2."""
+    if args.count < 1:
+        raise ValueError("--count must be at least 1")
+    if args.folds == 1 or args.folds < 0:
+        raise ValueError("--folds must be 0 (skip the estimate) or at least 2")
+    return asyncio.run(_tune(args))
+
+
+async def _tune(args: argparse.Namespace) -> int:
+    from semproxy.quality.tune import propose_examples
+    from semproxy.quality.tune import render as render_tune
+
+    config = load_file(args.config)
+    route = next((r for r in config.routes if r.id == args.route), None)
+    if route is None or route.semantic is None:
+        raise ValueError(f"no semantic route with id {args.route!r}")
+    items = load_jsonl(args.data)
+    clients = HttpClients()
+    try:
+        embedder = EmbedderPool(clients).get(route.semantic.embeddings)
+        found = await propose_examples(route, embedder, items, args.count, args.folds)
+    finally:
+        await clients.aclose()
+    print(render_tune(found, args.count))
+    if args.write:
+        text = Path(args.config).read_text(encoding="utf-8")
+        Path(args.write).write_text(add_examples(text, args.route, found.by_instance()),
+                                    encoding="utf-8")
+        print(f"wrote {args.write}", file=sys.stderr)
+    return 0

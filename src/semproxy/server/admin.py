@@ -29,7 +29,7 @@ from semproxy.config.masking import (
 )
 from semproxy.config.runtime import GatewayConfig, admin_refusal, is_loopback
 from semproxy.config.secrets import variables_outside_credentials
-from semproxy.config.source import SourceError
+from semproxy.config.source import FileSource, SourceError
 from semproxy.errors import (
     BadRequestError,
     ConfigError,
@@ -42,6 +42,7 @@ from semproxy.protocols.body import parse_object
 from semproxy.semantic.explain import explain_with
 from semproxy.semantic.query import prompt_input, routing_text
 from semproxy.server.app import Gateway, error_middleware, json_response
+from semproxy.server.examples import examples_request, write_in_place
 from semproxy.server.playground import is_public
 from semproxy.server.reload import ConfigWatcher
 
@@ -129,6 +130,7 @@ class AdminAPI:
         r.add_delete("/admin/routes/{id}", self.delete_route)
         r.add_post("/admin/reload", self.reload)
         r.add_post("/admin/routes/{id}/explain", self.explain)
+        r.add_post("/admin/routes/{id}/examples", self.add_examples)
         r.add_get("/metrics", self.get_metrics)
         return app
 
@@ -148,6 +150,10 @@ class AdminAPI:
             for r in table.routes]})
 
     async def _write(self, document: dict[str, Any]) -> web.Response:
+        return json_response(await self._apply(document))
+
+    async def _apply(self, document: dict[str, Any]) -> dict[str, Any]:
+        """Validate, persist and reload a whole document: {version, applied}."""
         try:
             config = load_data(document)
         except ConfigError as exc:
@@ -163,8 +169,8 @@ class AdminAPI:
         except SourceError as exc:
             raise UnavailableError(f"config store unavailable: {exc}") from exc
         await self.watcher.reload()
-        return json_response({"version": config.version, "applied":
-                              self.gateway.config.fingerprint == config.fingerprint})
+        return {"version": config.version,
+                "applied": self.gateway.config.fingerprint == config.fingerprint}
 
     async def put_route(self, request: web.Request) -> web.Response:
         route_id = request.match_info["id"]
@@ -210,6 +216,48 @@ class AdminAPI:
         else:
             raise BadRequestError("give 'prompt' (string) or 'messages' (array of objects)")
         return json_response(await explain_with(route.semantic, query))
+
+    async def add_examples(self, request: web.Request) -> web.Response:
+        """Append examples to one instance of a semantic route: {"instance", "examples"}.
+
+        The new config goes through the same validation and reload as any admin
+        write (an instance over 64 examples is a 400 naming the field). A config
+        file is edited in place, comments kept; etcd (or a file shape the edit
+        cannot handle) gets the whole document. Examples the instance already
+        has are skipped, not doubled.
+        """
+        route_id = request.match_info["id"]
+        instance, texts = examples_request(parse_object(await request.read()))
+        document = copy.deepcopy(dict(self.gateway.config.document))
+        route = next((r for r in document.get("routes", []) if r.get("id") == route_id), None)
+        if route is None:
+            raise NotFoundError(f"no route with id {route_id!r}")
+        live = self.gateway.table.by_id.get(route_id)
+        if live is None or live.semantic is None:
+            raise BadRequestError("this route does not use semantic balancing")
+        multi = route.get("plugins", {}).get("ai-proxy-multi", {})
+        target = next((i for i in multi.get("instances", []) if i.get("name") == instance), None)
+        if target is None:
+            raise BadRequestError(f"route {route_id!r} has no instance {instance!r}")
+        have = list(target.get("examples") or [])
+        added = [t for t in dict.fromkeys(texts) if t not in have]
+        if not added:
+            return json_response({"version": self.gateway.config.version, "applied": False,
+                                  "added": [], "examples": len(have)})
+        target["examples"] = [*have, *added]
+        config = None
+        if isinstance(self.store, FileSource):  # keep the file's comments when its shape allows
+            try:
+                config = await write_in_place(self.store.path, route_id, {instance: added})
+            except ConfigError as exc:
+                raise ConfigRejected(exc.errors) from exc
+        if config is None:
+            applied = await self._apply(document)
+        else:
+            await self.watcher.reload()
+            applied = {"version": config.version,
+                       "applied": self.gateway.config.fingerprint == config.fingerprint}
+        return json_response({**applied, "added": added, "examples": len(target["examples"])})
 
     async def get_metrics(self, request: web.Request) -> web.Response:
         if self.metrics is None:

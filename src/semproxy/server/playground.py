@@ -52,6 +52,7 @@ from semproxy.server.reload import ConfigWatcher
 MAX_LINES = 5000
 MAX_BYTES = 8 << 20
 MAX_MISSES = 100
+MAX_EXAMPLE_CHARS = 2000  # a miss longer than this cannot be added as an example whole
 PING_S = 15.0
 UI_FILES = {"": ("index.html", "text/html"), "app.js": ("app.js", "text/javascript"),
             "style.css": ("style.css", "text/css")}
@@ -284,8 +285,9 @@ def figures(c: Confusion) -> dict[str, dict[str, Any]]:
 
 
 def eval_body(result: Evaluation) -> dict[str, Any]:
-    misses = [{"prompt": item.text[:300], "expected": expected, "pick": d.pick,
-               "reason": d.reason, "top_score": d.top_score}
+    misses = [{"prompt": item.text[:MAX_EXAMPLE_CHARS], "expected": expected, "pick": d.pick,
+               "reason": d.reason, "top_score": d.top_score,
+               "truncated": len(item.text) > MAX_EXAMPLE_CHARS}
               for item, expected, d in zip(result.items, result.expected, result.decisions,
                                            strict=True)
               if d.pick != expected]

@@ -246,9 +246,14 @@ async function runEval() {
     Object.entries(r.instances).map(([name, s]) => [
       name, name in r.thresholds ? num(r.thresholds[name]) : "catchall",
       pct(s.precision), pct(s.recall), s.support]));
-  table($("misses"), ["prompt", "expected", "picked", "reason", "top score"], r.misses.length
-    ? r.misses.map((m) => [m.prompt, m.expected, m.pick, m.reason, num(m.top_score)])
-    : [["none: every prompt reached its instance", "", "", "", ""]]);
+  const catchall = labels[labels.length - 1];
+  // A miss meant for a specialist can become one of its examples in one click.
+  const addCell = (m) => (m.expected === catchall || m.truncated ? ""
+    : el("td", {}, addButton($("route").value, m.expected, m.prompt, `add to ${m.expected}`)));
+  table($("misses"), ["prompt", "expected", "picked", "reason", "top score", ""], r.misses.length
+    ? r.misses.map((m) => [m.prompt.slice(0, 300), m.expected, m.pick, m.reason, num(m.top_score),
+      addCell(m)])
+    : [["none: every prompt reached its instance", "", "", "", "", ""]]);
 }
 
 async function runCalibrate() {
@@ -311,6 +316,44 @@ async function applyProposal() {
   }
 }
 
+// -- Adding examples (Batch and Live tabs) -------------------------------------
+
+function addButton(routeId, instance, prompt, label, pickInstance = null) {
+  const button = el("button", { type: "button", class: "add-example" }, label);
+  button.addEventListener("click", () => addExample(routeId, pickInstance ? pickInstance() : instance,
+                                                    prompt, button));
+  return button;
+}
+
+// POST /admin/routes/{id}/examples: validated, saved and hot-reloaded by the gateway.
+async function addExample(routeId, instance, prompt, button) {
+  button.disabled = true;
+  try {
+    const r = await api(`/admin/routes/${encodeURIComponent(routeId)}/examples`, {
+      method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ instance, examples: [prompt] }),
+    });
+    button.textContent = r.added.length ? `added to ${instance}` : `already in ${instance}`;
+    button.classList.add("done");
+    say(r.added.length ? `Added as an example of ${instance}: config version ${r.version}` +
+      (r.applied ? " is live." : " saved; the reload watcher will apply it.")
+      : `${instance} already has this example.`);
+    scheduleExplain(0);
+  } catch (err) {
+    button.disabled = false;
+    say(`Not added: ${err.message}`, true);
+  }
+}
+
+function liveAddCell(d) {
+  if (!d.prompt || d.prompt_truncated) return el("td", { class: "hint" }, d.prompt ? "too long" : "");
+  const names = state.routes.find((r) => r.id === d.route)?.instances ?? [];
+  if (!names.length) return el("td", {}, "");
+  const select = el("select", { "aria-label": "instance" }, ...names.map((n) => el("option", { value: n }, n)));
+  select.value = names.includes(d.pick) ? d.pick : names[0];
+  return el("td", { class: "add" }, select, addButton(d.route, null, d.prompt, "add as example", () => select.value));
+}
+
 // -- Live tab ------------------------------------------------------------------
 
 function stopLive() {
@@ -363,7 +406,7 @@ function addLiveRow(d) {
     ...[new Date(d.at * 1000).toLocaleTimeString(), d.route, d.pick, d.instance, d.status,
         num(d.top_score), d.reason ?? "-", turnWeights(d.context), `${d.latency_ms} ms`,
         d.prompt ?? ""]
-      .map((v) => el("td", {}, v))));
+      .map((v) => el("td", {}, v)), liveAddCell(d)));
   while (body.rows.length > LIVE_ROWS) body.lastElementChild.remove();
 }
 
