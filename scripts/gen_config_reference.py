@@ -491,10 +491,12 @@ NOTES: dict[str, tuple[str, str]] = {
     "Conversation.switch_margin": ("A turn moves the conversation only if it scores its own "
                                    "pick this much above the current instance.",
                                    "新一轮对自己首选实例的得分须比当前实例高出该值才会切换。"),
-    "Conversation.followup_margin": ("...and this much above its closest phrase among the "
-                                     "topic-free follow-ups semproxy ships.",
-                                     "……且须比它与 semproxy 自带的无主题追问语句的最高相似度"
-                                     "高出该值。"),
+    "Conversation.followup_margin": ("A turn leads only if it scores its own pick this much "
+                                     "above the topic-free follow-ups semproxy ships (scored "
+                                     "as one more instance); below, it is a follow-up.",
+                                     "一轮只有在对自己首选实例的得分比 semproxy 自带的无主题"
+                                     "追问语句（作为一个额外实例打分）高出该值时才能主导；"
+                                     "否则视为追问。"),
     "Conversation.max_turn_chars": ("Longer user turns (pasted logs, files) are skipped.",
                                     "超过该长度的用户轮次（粘贴的日志、文件）被跳过。"),
     # Embeddings
