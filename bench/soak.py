@@ -12,8 +12,8 @@ remote embeddings server. Faults, spread over the run:
   * the embeddings server is stopped for a while (the remote route fails open);
   * the config file is rewritten every 10 s (a new version each time).
 
-Upstream `b` is never touched, so every request has a healthy alternative: any
-error fails the run. The one exception is a stream that upstream `a` was already
+Upstream `b` is never touched and the routes ask for failover, so every request
+has a healthy alternative: any error fails the run. The one exception is a stream that upstream `a` was already
 sending when it was killed (nothing can be retried once bytes reached the
 client); those must end with a clean error event and are counted apart.
 
@@ -61,6 +61,9 @@ def route(route_id: str, uri: str, urls: dict[str, str], embeddings: dict[str, A
     return {"id": route_id, "uri": uri, "plugins": {"ai-proxy-multi": {
         "balancer": {"algorithm": "semantic", "threshold": 0.3},
         "embeddings": embeddings, "debug_headers": True, "timeout": 5000,
+        # A request `a` may have received when it was killed is re-sent to `b` only
+        # because the route asks for failover (the gateway never re-sends otherwise).
+        "fallback_strategy": "instance_health_and_rate_limiting",
         "instances": [upstream("a", examples=["write a python function", "fix my code"],
                                checks={"passive": {"failures": 2, "window": 5,
                                                    "cooldown": 2}}),
