@@ -9,7 +9,7 @@ is held out. Figures are pooled over the seeds, with Wilson 95% intervals;
 does (4500 : 1000).
 
     flock /work/bench.lock .venv/bin/python bench/accurate_quality.py \
-        --clinc150 ../shared/data/clinc150_train_val.json --seeds 0 1 2
+        --clinc150 oos-eval/data/data_full.json --seeds 0 1 2
 
 Decision time: `--timing N` routes N val prompts one at a time through the
 selector's per-request path (first sight of each prompt, so no decision cache),
@@ -27,10 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from semproxy.config.loader import load_data
-from semproxy.quality.clinc150 import CATCHALL, route_config
+from semproxy.quality.clinc150 import CATCHALL, load_dataset, route_config
 from semproxy.quality.evaluate import evaluate
 from semproxy.quality.labelled import LabelledPrompt
 from semproxy.semantic.query import RoutingInput
@@ -127,7 +125,7 @@ async def main() -> None:
     parser.add_argument("--timing", type=int, default=0, help="prompts timed per run")
     args = parser.parse_args()
     logging.disable(logging.WARNING)  # one "no instance cleared" line per fallback
-    dataset = orjson.loads(args.clinc150.read_bytes())
+    dataset = load_dataset(args.clinc150)
     for model in args.models:
         runs = [await one_run(dataset, args.k, seed, model, args.timing) for seed in args.seeds]
         report(model, runs)

@@ -1,6 +1,6 @@
 """Print how a semantic route handles the conversation set: follow-ups and topic switches.
 
-    semproxy eval --clinc150 ../shared/data/clinc150_train_val.json --k 16 --out build/clinc150
+    semproxy eval --clinc150 oos-eval/data/data_full.json --k 16 --out build/clinc150
     PYTHONPATH=src python scripts/conversation_figures.py \
         --config build/clinc150/clinc150-k16.yaml --route clinc150 \
         [--data tests/quality/data/conversations/test.jsonl]

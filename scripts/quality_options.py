@@ -1,6 +1,6 @@
 """Measure each scoring option of semantic routing on CLINC150 and print a Markdown table.
 
-    PYTHONPATH=src python scripts/quality_options.py ../shared/data/clinc150_train_val.json
+    PYTHONPATH=src python scripts/quality_options.py oos-eval/data/data_full.json
 
 For every variant: top-1 domain accuracy on the whole val split (no
 threshold), then a balanced-objective threshold fitted on 70% of val and the
@@ -13,15 +13,13 @@ from __future__ import annotations
 import asyncio
 import random
 import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 
 from semproxy.config.loader import load_data
 from semproxy.quality import calibrate as cal
-from semproxy.quality.clinc150 import labelled_lines, route_config
+from semproxy.quality.clinc150 import labelled_lines, load_dataset, route_config
 from semproxy.quality.evaluate import evaluate
 from semproxy.quality.labelled import parse_lines
 from semproxy.quality.metrics import Confusion
@@ -82,7 +80,7 @@ async def measure(dataset: dict[str, Any], k: int, options: dict[str, Any]) -> l
 
 
 def main() -> None:
-    dataset = orjson.loads(Path(sys.argv[1]).read_bytes())
+    dataset = load_dataset(sys.argv[1])
     ks = [int(x) for x in sys.argv[2:]] or [16]
     print("| k | variant | top-1 domain acc. (val) | threshold | held-out acc. "
           "| held-out oos recall | held-out balanced | decisions/s |")

@@ -163,3 +163,32 @@ async def test_a_turn_closer_to_the_shipped_follow_ups_than_to_its_instance_does
     body = talk("write a python function", turn)
     assert (await ask(http, strict, body)).served_by == "code"
     assert (await ask(http, loose, body)).served_by == "translate"
+
+
+async def test_a_follow_up_on_the_same_instance_does_not_take_the_anchor(
+    gateway: GatewayFactory, http: aiohttp.ClientSession, embed: FakeEmbeddings
+) -> None:
+    # The middle turn scores code 0.6 (it clears 0.5) but the follow-ups 0.8: it reads
+    # like a follow-up, so it inherits, and the first turn stays the anchor for both.
+    gw = await gateway(conversation_config(embed.url))
+    answer = await ask(http, gw, talk("write a python function", "vec:0.6,0,0,0,0,0,0,0.8",
+                                      "tweak the wording"))
+    assert (answer.served_by, answer.headers["X-AI-Semantic-Context"]) == ("code", "1,0,0")
+
+
+async def test_an_instance_whose_examples_read_like_follow_ups_needs_a_clearer_turn(
+    gateway: GatewayFactory, http: aiohttp.ClientSession, embed: FakeEmbeddings
+) -> None:
+    # The turn scores chat 0.96 and the follow-ups (the fake's last axis) 0.6. When chat's
+    # own example leans towards the follow-ups, they score chat 0.8 where they score the
+    # others 0, so chat needs a turn 0.53 further above them: this one stays on code.
+    turn = "vec:0,0,0,0,0,0,0.8,0.6"
+    outcomes = []
+    for example in ("vec:0,0,0,0,0,0,0.6,0.8", "vec:0,0,0,0,0,0,1,0"):
+        config = conversation_config(embed.url)
+        config["routes"][0]["plugins"]["ai-proxy-multi"]["instances"].append(
+            {**config["routes"][0]["plugins"]["ai-proxy-multi"]["instances"][2],
+             "name": "chat", "examples": [example]})
+        gw = await gateway(config)
+        outcomes.append((await ask(http, gw, talk("write a python function", turn))).served_by)
+    assert outcomes == ["code", "chat"]

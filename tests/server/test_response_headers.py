@@ -50,6 +50,21 @@ async def test_public_answers_name_semproxy_without_versions_and_forbid_sniffing
                 assert "aiohttp" not in resp.headers["Server"].lower()
 
 
+async def test_a_request_aiohttp_refuses_before_routing_names_semproxy_too(
+    gw: RunningGateway,
+) -> None:
+    # A header line without a colon: aiohttp's parser answers 400 itself, before
+    # any route or response hook runs.
+    reader, writer = await asyncio.open_connection(gw.host, gw.port)
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n")
+    await writer.drain()
+    head = (await asyncio.wait_for(reader.read(4096), 5)).split(b"\r\n\r\n")[0].lower()
+    writer.close()
+    assert head.startswith((b"http/1.0 400", b"http/1.1 400"))
+    assert b"\r\nserver: semproxy\r\n" in head + b"\r\n"
+    assert b"aiohttp" not in head and b"python" not in head
+
+
 async def test_admin_and_playground_answers_are_stamped_too(admin_gw: RunningGateway) -> None:
     assert admin_gw.admin_url is not None
     async with aiohttp.ClientSession() as http:

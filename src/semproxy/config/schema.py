@@ -199,10 +199,11 @@ class Conversation(Strict):
     max_turns: int = Field(default=3, ge=2, le=16)
     # A turn leads to another instance only if it scores that instance this much
     # higher than the instance the conversation is on...
-    switch_margin: float = Field(default=0.15, ge=0.0, le=2.0)
-    # ...and this much higher than its closest phrase among the topic-free
-    # follow-ups semproxy ships (semantic/followups.txt).
-    followup_margin: float = Field(default=-0.04, ge=-2.0, le=2.0)
+    switch_margin: float = Field(default=0.05, ge=0.0, le=2.0)
+    # ...and this much higher than the topic-free follow-ups semproxy ships
+    # (semantic/followups.txt, scored as one more instance); a turn below that
+    # is a follow-up and never leads, whatever it scores.
+    followup_margin: float = Field(default=-0.01, ge=-2.0, le=2.0)
     # Longer user turns are pasted material (logs, files), not the user's words: skipped.
     max_turn_chars: int = Field(default=1000, ge=1, le=16384)
 

@@ -22,7 +22,7 @@ import functools
 import hashlib
 import importlib.util
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -97,30 +97,43 @@ class MiniLMModel:
         return [e.ids for e in self.tokenizer.encode_batch(list(texts))]
 
     def embed(self, texts: Sequence[str]) -> Vectors:
-        """Unit vectors (len(texts), MODEL_DIM); blank texts map to the zero vector.
-
-        Blank texts get zero, like the wordllama embedder: BERT would embed
-        them as [CLS][SEP], a vector that means nothing but scores like one.
-        """
-        out = np.zeros((len(texts), MODEL_DIM), dtype=np.float32)
-        keep = [i for i, text in enumerate(texts) if text.strip()]
-        ids = self.token_ids([texts[i] for i in keep])
-        order = sorted(range(len(keep)), key=lambda j: len(ids[j]))
-        for start in range(0, len(order), CHUNK_TEXTS):
-            chunk = order[start:start + CHUNK_TEXTS]
-            out[[keep[j] for j in chunk]] = self._forward([ids[j] for j in chunk])
-        if not np.isfinite(out).all():
-            raise EmbeddingError(f"{MODEL_NAME} produced a non-finite vector")
-        return out
+        """Unit vectors (len(texts), MODEL_DIM); blank texts map to the zero vector."""
+        return embed_by_length(texts, self.token_ids, self._forward, MODEL_NAME)
 
     def _forward(self, rows: list[list[int]]) -> Vectors:
-        width = max(map(len, rows))
-        ids = np.zeros((len(rows), width), dtype=np.int64)  # 0 is [PAD]
-        mask = np.zeros((len(rows), width), dtype=np.bool_)
-        for i, row in enumerate(rows):
-            ids[i, :len(row)] = row
-            mask[i, :len(row)] = True
+        ids, mask = padded(rows)
         return l2_normalize(mean_pool(encode(self.weights, ids, mask), mask))
+
+
+def embed_by_length(texts: Sequence[str], token_ids: Callable[[Sequence[str]], list[list[int]]],
+                    forward: Callable[[list[list[int]]], Vectors], name: str) -> Vectors:
+    """Unit vectors of `texts` from a BERT pass `forward` over token id rows, run in
+    chunks of similar length so a chunk pads little.
+
+    Blank texts get zero, like the wordllama embedder: BERT would embed them as
+    [CLS][SEP], a vector that means nothing but scores like one.
+    """
+    out = np.zeros((len(texts), MODEL_DIM), dtype=np.float32)
+    keep = [i for i, text in enumerate(texts) if text.strip()]
+    ids = token_ids([texts[i] for i in keep])
+    order = sorted(range(len(keep)), key=lambda j: len(ids[j]))
+    for start in range(0, len(order), CHUNK_TEXTS):
+        chunk = order[start:start + CHUNK_TEXTS]
+        out[[keep[j] for j in chunk]] = forward([ids[j] for j in chunk])
+    if not np.isfinite(out).all():
+        raise EmbeddingError(f"{name} produced a non-finite vector")
+    return out
+
+
+def padded(rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Token id rows as a zero-padded id matrix (0 is [PAD]) and its attention mask."""
+    width = max(map(len, rows))
+    ids = np.zeros((len(rows), width), dtype=np.int64)
+    mask = np.zeros((len(rows), width), dtype=np.bool_)
+    for i, row in enumerate(rows):
+        ids[i, :len(row)] = row
+        mask[i, :len(row)] = True
+    return ids, mask
 
 
 def _read_weights(archive: zipfile.ZipFile, path: Path) -> bytes:

@@ -24,13 +24,10 @@ from semproxy.embeddings import Vectors, minilm
 from semproxy.embeddings.bert import l2_normalize, mean_pool
 from semproxy.embeddings.onnx_bert import build_graph
 from semproxy.embeddings.strong import StrongEmbedder, StrongWorker
-from semproxy.errors import EmbeddingError
 
 MODEL_DIM = minilm.MODEL_DIM
 EXTRA_HINT = "pip install 'semproxy[accurate]'"
 FINGERPRINT = f"local:{minilm.MODEL_NAME}-int8-{minilm.WEIGHTS_SHA256[:12]}"
-# Texts per pass: sorted by length first, so a chunk pads little.
-CHUNK_TEXTS = 32
 _MASKED = np.float32(-1e9)  # additive attention bias of padding, as in bert.py
 
 
@@ -55,24 +52,15 @@ class OnnxMiniLM:
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Unit vectors (len(texts), MODEL_DIM); blank texts map to the zero vector."""
-        out = np.zeros((len(texts), MODEL_DIM), dtype=np.float32)
-        keep = [i for i, text in enumerate(texts) if text.strip()]
-        ids = [e.ids for e in self._tokenizer.encode_batch([texts[i] for i in keep])]
-        order = sorted(range(len(keep)), key=lambda j: len(ids[j]))
-        for start in range(0, len(order), CHUNK_TEXTS):
-            chunk = order[start:start + CHUNK_TEXTS]
-            out[[keep[j] for j in chunk]] = self._forward([ids[j] for j in chunk])
-        if not np.isfinite(out).all():
-            raise EmbeddingError(f"{minilm.MODEL_NAME} (int8) produced a non-finite vector")
-        return out
+        return minilm.embed_by_length(texts, self._token_ids, self._forward,
+                                      f"{minilm.MODEL_NAME} (int8)")
+
+    def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        return [e.ids for e in self._tokenizer.encode_batch(list(texts))]
 
     def _forward(self, rows: list[list[int]]) -> Vectors:
-        width = max(map(len, rows))
-        ids = np.zeros((len(rows), width), dtype=np.int64)  # 0 is [PAD]
-        mask = np.zeros((len(rows), width), dtype=np.bool_)
-        for i, row in enumerate(rows):
-            ids[i, :len(row)] = row
-            mask[i, :len(row)] = True
+        ids, mask = minilm.padded(rows)
+        width = ids.shape[1]
         bias = np.where(mask, np.float32(0), _MASKED)[:, None, None, :]
         hidden = self._session.run(["hidden"], {
             "ids": ids, "positions": np.arange(width, dtype=np.int64), "bias": bias})[0]

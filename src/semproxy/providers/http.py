@@ -24,6 +24,7 @@ from functools import cached_property
 
 import aiohttp
 from aiohttp import ClientSession, ClientTimeout
+from multidict import CIMultiDict, CIMultiDictProxy, istr
 from yarl import URL
 
 from semproxy.errors import (
@@ -36,6 +37,7 @@ from semproxy.providers.reply import Reply, upstream_error
 
 MIB = 1024 * 1024
 _BAD_HEADER_CHARS = ("\r", "\n", "\0")
+_REQUEST_ID = istr("X-Request-Id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +70,7 @@ class Call:
     """Everything aiohttp needs for a request to one target, except the body."""
 
     url: URL
-    headers: Mapping[str, str]
+    headers: CIMultiDictProxy[str]  # aiohttp's own type: it takes them without converting
     proxy: URL | None
     proxy_headers: Mapping[str, str] | None  # Proxy-Authorization from the proxy URL
     ssl: ssl.SSLContext | bool
@@ -114,7 +116,7 @@ def prepare(url: str, headers: Mapping[str, str], net: NetPolicy, label: str) ->
             merged.update(proxy_headers)
             proxy_headers = None
     return Call(
-        url=parsed, headers=merged,
+        url=parsed, headers=CIMultiDictProxy(CIMultiDict(merged)),
         proxy=proxy.with_user(None) if proxy else None,
         proxy_headers=proxy_headers,
         ssl=_ssl(net, label),
@@ -201,7 +203,10 @@ class HttpClients:
         """
         call = target.call
         session = self._sessions.get(call.pool) or self._open(call, target.net)
-        headers = {**call.headers, "X-Request-Id": request_id} if request_id else call.headers
+        headers: CIMultiDictProxy[str] | CIMultiDict[str] = call.headers
+        if request_id:  # a copy in C; a dict would be converted on every request
+            headers = call.headers.copy()
+            headers[_REQUEST_ID] = request_id
         label = target.label or "upstream"
         deadline = asyncio.get_running_loop().time() + call.attempt_s
         try:

@@ -4,15 +4,15 @@ Pure: each turn has been scored and decided on its own already (by the same
 rule as any prompt); this module only chooses the turn whose decision serves.
 
 The rule walks the turns oldest first and keeps the instance the conversation
-is on (the *anchor* turn's decision) unless a newer turn clearly belongs
-elsewhere: its own decision matched, it scores its own pick at least
-`switch_margin` above the current instance, and its best score stands
-`switch_lift` above its mean over all instances. Topic-free follow-ups ("make
-it shorter", "why is that") fail the last test: they resemble every instance
-about equally, so they neither clear a margin nor lift above their mean, and
-the conversation stays where it was. Walking turn by turn (rather than mixing
-all turns' scores) lets a real switch carry over to its own follow-ups.
-Measured on CLINC150 conversations (docs/en/semantic-routing.md).
+is on (the *anchor* turn's decision). Only a turn that is confidently about a
+topic of its own can become the anchor: its own decision matched and its pick
+scores at least `followup_margin` above the shipped topic-free follow-ups
+(scored as one more instance, with the route's aggregation). Any other turn
+("make it shorter", "why is that", "and on monday?") inherits the anchor, so
+a second or third follow-up stays anchored on the last real request. A
+confident turn on another instance switches when it also scores its own pick
+`switch_margin` above the current instance; its own follow-ups then stay with
+it. Measured on CLINC150 conversations (docs/en/semantic-routing.md).
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ import numpy as np
 from semproxy.config.schema import Conversation
 from semproxy.semantic.decision import Decision
 
-# A turn's own decision, its scores (router order) and its best cosine to FOLLOWUPS.
+# A turn's own decision, its scores (router order) and its score against FOLLOWUPS.
 Turn = tuple[Decision, np.ndarray, float | None]
 
 # Topic-free follow-ups written for semproxy ("make it shorter", "why is that"),
-# embedded with each conversation route's examples: a turn that resembles them
-# at least as much as its best instance is a follow-up, not a new topic.
+# embedded with each conversation route's examples: a turn that scores them about
+# as high as its best instance is a follow-up, not a new topic.
 FOLLOWUPS = tuple(line.strip() for line in resources.files("semproxy.semantic")
                   .joinpath("followups.txt").read_text(encoding="utf-8").splitlines()
                   if line.strip())
@@ -38,19 +38,19 @@ FOLLOWUPS = tuple(line.strip() for line in resources.files("semproxy.semantic")
 
 def switches(new: Turn, current: Turn, index: Mapping[str, int],
              settings: Conversation) -> bool:
-    """Whether `new` moves the conversation away from the `current` anchor turn."""
+    """Whether `new` becomes the anchor in place of the `current` anchor turn."""
     decision, scores, generic = new
     if not decision.matched:
         return False  # a turn that clears no threshold cannot lead anywhere
+    # Python floats: a handful of values, cheaper than numpy scalars.
+    own = float(scores[index[decision.pick]])
+    if generic is not None and own - generic < settings.followup_margin:
+        return False  # it reads like a follow-up more than like its instance: inherits
     if not current[0].matched:
         return True  # the conversation had no instance yet
-    mine, theirs = index[decision.pick], index[current[0].pick]
-    if mine == theirs:
-        return True  # same instance: the newer turn's scores are the fresher view
-    # Python floats: a handful of values, cheaper than numpy scalars.
-    own = float(scores[mine])
-    if generic is not None and own - generic < settings.followup_margin:
-        return False  # it reads like a follow-up more than like its instance
+    theirs = index[current[0].pick]
+    if index[decision.pick] == theirs:
+        return True  # same instance: the newer request's scores are the fresher view
     return own - float(scores[theirs]) >= settings.switch_margin
 
 

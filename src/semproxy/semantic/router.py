@@ -161,7 +161,8 @@ class SemanticRouter:
         """Each text scored and decided on its own, with one embedding call; remembered."""
         if self.cascade is None:
             refs, scores, negative, generic = await self.scorer.score_turns(texts)
-            out = self._own_turns(texts, scores, negative, generic, [refs.thresholds] * len(texts))
+            out = self._own_turns(texts, scores, negative, generic, [refs.thresholds] * len(texts),
+                                  refs.followup_bias)
         else:
             # The cascade scores with the stage each text needs; the follow-up check is
             # a fast-model measure, so it is not applied to these turns.
@@ -175,14 +176,21 @@ class SemanticRouter:
         return out
 
     def _own_turns(self, texts: Sequence[str], scores: np.ndarray, negative: np.ndarray | None,
-                   generic: np.ndarray | None, thresholds: Sequence[tuple[float, ...]]
-                   ) -> dict[str, conversation.Turn]:
+                   generic: np.ndarray | None, thresholds: Sequence[tuple[float, ...]],
+                   bias: np.ndarray | None = None) -> dict[str, conversation.Turn]:
         """Each text's own decision (with the thresholds of the stage that scored it: cosine
-        scales differ between models), its scores and its closeness to the follow-ups."""
-        return {text: (self.decide(scores[row], None if negative is None else negative[row],
-                                   thresholds[row]),
-                       scores[row], None if generic is None else float(generic[row]))
-                for row, text in enumerate(texts)}
+        scales differ between models), its scores and its closeness to the follow-ups (plus
+        its pick's `References.followup_bias`)."""
+        out: dict[str, conversation.Turn] = {}
+        for row, text in enumerate(texts):
+            decision = self.decide(scores[row], None if negative is None else negative[row],
+                                   thresholds[row])
+            near = None if generic is None else float(generic[row])
+            slot = self._index.get(decision.pick)
+            if near is not None and bias is not None and slot is not None:
+                near += float(bias[slot])
+            out[text] = (decision, scores[row], near)
+        return out
 
     # -- many prompts (eval, calibrate, playground): batched, errors raised -------
     async def score_many(self, texts: Sequence[str]
@@ -220,10 +228,10 @@ class SemanticRouter:
         if texts:
             if self.cascade is None:
                 refs, scores, negative, generic = await self.scorer.score_turns(texts)
-                rows = [refs.thresholds] * len(texts)
+                rows, bias = [refs.thresholds] * len(texts), refs.followup_bias
             else:
-                (scores, negative, rows), generic = await self._score_rows(texts), None
-            own = self._own_turns(texts, scores, negative, generic, rows)
+                (scores, negative, rows), generic, bias = await self._score_rows(texts), None, None
+            own = self._own_turns(texts, scores, negative, generic, rows, bias)
         return [self._conversation([own[t] for t in ts]) if ts and ts[-1]
                 else fallback(self.spec.catchall, NO_USER_TEXT) for ts in turns]
 

@@ -40,6 +40,11 @@ class References:
     aggregation: str = "max"
     k: int = 3
     followups: np.ndarray | None = None  # the shipped topic-free follow-ups (conversations)
+    followup_norm: np.ndarray | None = None  # their sum's length (segment_sum_norms), shape (1,)
+    # Per instance: how much more than the average instance the follow-ups score it.
+    # An instance whose examples read like follow-ups ("repeat that", "cancel")
+    # needs a turn to stand that much further above the follow-ups to lead.
+    followup_bias: np.ndarray | None = None
 
     @property
     def dim(self) -> int:
@@ -48,7 +53,8 @@ class References:
     def score(self, vectors: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         """`(n, n_instances)` scores of `n` embedded prompts, of the negatives if any, and
-        each prompt's best cosine to the shipped follow-ups (when they were loaded).
+        each prompt's score against the shipped follow-ups (when they were loaded), taken
+        as one more instance with the route's aggregation so it compares with the others.
 
         Every instance here has examples (the scorer keeps only those), so the
         segments are all non-empty and the aggregation runs without the masking
@@ -63,7 +69,13 @@ class References:
             sims = sims.astype(np.float64)
         scores = AGGREGATIONS[self.aggregation](sims, self.starts, self.k,
                                                  self.sum_norms, self.matrix)
-        generic = None if self.followups is None else (prompts @ self.followups.T).max(axis=-1)
+        generic = None
+        if self.followups is not None and self.followup_norm is not None:
+            near = prompts @ self.followups.T
+            if self.aggregation != "max":
+                near = near.astype(np.float64)
+            generic = AGGREGATIONS[self.aggregation](near, _ONE_SEGMENT, self.k,
+                                                     self.followup_norm, self.followups)[..., 0]
         if self.negatives is None or self.negative_bounds is None:
             return scores, None, generic
         return scores, np.atleast_2d(instance_scores(prompts, self.negatives,
@@ -90,6 +102,10 @@ def centered(vectors: np.ndarray, center: np.ndarray | None) -> np.ndarray:
         return unit
     shifted = np.where(np.any(unit != 0, axis=-1, keepdims=True), unit - center, 0.0)
     return normalize(shifted)
+
+
+# The follow-ups are one segment starting at column 0.
+_ONE_SEGMENT = np.zeros(1, dtype=np.intp)
 
 
 def _bounds(groups: Sequence[Sequence[str]]) -> np.ndarray:
@@ -163,6 +179,10 @@ class PromptScorer:
         matrix = centered(vectors, mean)
         bounds = _bounds(positives)
         refs = np.ascontiguousarray(matrix[: len(texts)])
+        bias = None
+        if extra:
+            liking = np.atleast_2d(self._score_fn(matrix[ours:], refs, bounds)).mean(axis=0)
+            bias = liking - liking.mean()
         return References(
             names=self.names,
             # Learning runs one scoring pass per example: off the event loop.
@@ -179,6 +199,8 @@ class PromptScorer:
             aggregation=self._aggregation,
             k=self._k,
             followups=np.ascontiguousarray(matrix[ours:]) if extra else None,
+            followup_norm=segment_sum_norms(matrix[ours:], [0, len(extra)]) if extra else None,
+            followup_bias=bias,
         )
 
     def _score_fn(self, prompts: np.ndarray, refs: np.ndarray, bounds: np.ndarray

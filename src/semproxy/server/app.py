@@ -12,7 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 import orjson
-from aiohttp import web
+from aiohttp import web, web_response
 from aiohttp.web_urldispatcher import _default_expect_handler
 
 from semproxy.config.runtime import GatewayConfig
@@ -115,6 +115,16 @@ error_middleware = web.middleware(answer_errors)
 ANSWER_HEADERS = {"Server": "semproxy", "X-Content-Type-Options": "nosniff"}
 
 
+def hide_library_banner() -> None:
+    """Answers aiohttp writes before any route runs (a malformed request line or
+    header: 400) skip `on_response_prepare` and take their Server header from this
+    module constant: it names the gateway too. One string, set once per process."""
+    if not isinstance(getattr(web_response, "SERVER_SOFTWARE", None), str):
+        raise RuntimeError("aiohttp.web_response.SERVER_SOFTWARE is gone: check how this "
+                           "aiohttp version names its Server header")
+    setattr(web_response, "SERVER_SOFTWARE", ANSWER_HEADERS["Server"])  # noqa: B010
+
+
 async def stamp_headers(request: web.Request, response: web.StreamResponse) -> None:
     """`on_response_prepare` hook of every listener (public and admin)."""
     response.headers.update(ANSWER_HEADERS)
@@ -182,5 +192,6 @@ def build_app(gateway: Gateway, is_source_ok: Callable[[], bool] | None = None
     app.router.add_route("*", "/{tail:.*}", guarded(gateway.proxy),
                          expect_handler=expect_continue(gateway))
     app.on_response_prepare.append(stamp_headers)
+    hide_library_banner()
     app.on_cleanup.append(on_cleanup)
     return app
