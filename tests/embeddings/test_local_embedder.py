@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from semproxy.embeddings import Embedder
-from semproxy.embeddings.local import MODEL_DIM, LocalEmbedder, is_small_batch
+from semproxy.embeddings.local import MODEL_DIM, LocalEmbedder, is_small_batch, load_model
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -60,6 +60,24 @@ async def test_large_batch_in_a_thread_matches_inline_rows(embedder: LocalEmbedd
     large = await embedder.embed(texts)
     assert large.shape == (100, MODEL_DIM)
     np.testing.assert_allclose(large[7], (await embedder.embed([texts[7]]))[0], rtol=1e-5)
+
+
+async def test_small_batch_rows_match_the_model_and_one_text_calls(
+        embedder: LocalEmbedder) -> None:
+    # The inline batch path sums each text's cached token rows in one segmented
+    # pass instead of calling the model's padded batch; the rows must not change.
+    texts = ["explain a kubernetes crashloop step by step 4711", "hi", "  double  spaced  ",
+             "the the the the", "v2.10.3 release notes", "", "ünïcödé prompt ☃"]
+    assert is_small_batch(texts)
+    batch = await embedder.embed(texts)
+    model = load_model()
+    kept = [t for t in texts if t.strip()]
+    np.testing.assert_allclose(batch[[i for i, t in enumerate(texts) if t.strip()]],
+                               model.embed(kept), rtol=1e-5, atol=1e-7)
+    for i, text in enumerate(texts):
+        np.testing.assert_allclose(batch[i], (await embedder.embed([text]))[0],
+                                   rtol=1e-5, atol=1e-7)
+    assert not batch[5].any()
 
 
 async def test_blank_texts_embed_to_finite_zero_vectors(embedder: LocalEmbedder) -> None:
