@@ -112,7 +112,9 @@ async def bench_conversation(iters: int) -> dict:
         config = route_config(examples, "max")
         plugin = config["routes"][0]["plugins"]["ai-proxy-multi"]
         plugin["balancer"]["context"] = context
-        plugin["embeddings"]["cache_size"] = 4 * iters + 1024  # earlier turns stay cached
+        # Every earlier turn (4 per conversation) and every new turn is cached: room
+        # for all of them, so no earlier turn is evicted before its conversation.
+        plugin["embeddings"]["cache_size"] = 5 * (iters + 64) + 1024
         table = RouteTable(load_data(config, env={}), EmbedderPool(HttpClients()))
         await table.warm()
         router = table.by_id["bench"].semantic
