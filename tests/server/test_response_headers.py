@@ -62,6 +62,7 @@ async def test_a_request_aiohttp_refuses_before_routing_names_semproxy_too(
     writer.close()
     assert head.startswith((b"http/1.0 400", b"http/1.1 400"))
     assert b"\r\nserver: semproxy\r\n" in head + b"\r\n"
+    assert b"\r\nx-content-type-options: nosniff\r\n" in head + b"\r\n"
     assert b"aiohttp" not in head and b"python" not in head
 
 

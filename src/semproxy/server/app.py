@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import orjson
-from aiohttp import web, web_response
+from aiohttp import web, web_protocol
 from aiohttp.web_urldispatcher import _default_expect_handler
 
 from semproxy.config.runtime import GatewayConfig
@@ -115,14 +116,26 @@ error_middleware = web.middleware(answer_errors)
 ANSWER_HEADERS = {"Server": "semproxy", "X-Content-Type-Options": "nosniff"}
 
 
-def hide_library_banner() -> None:
-    """Answers aiohttp writes before any route runs (a malformed request line or
-    header: 400) skip `on_response_prepare` and take their Server header from this
-    module constant: it names the gateway too. One string, set once per process."""
-    if not isinstance(getattr(web_response, "SERVER_SOFTWARE", None), str):
-        raise RuntimeError("aiohttp.web_response.SERVER_SOFTWARE is gone: check how this "
-                           "aiohttp version names its Server header")
-    setattr(web_response, "SERVER_SOFTWARE", ANSWER_HEADERS["Server"])  # noqa: B010
+def stamp_library_answers() -> None:
+    """Answers aiohttp writes itself before any route runs (a malformed request line
+    or header: 400) skip `on_response_prepare`; its `RequestHandler.handle_error`
+    builds them, so it is wrapped once per process to add the same headers. The
+    wrapper only adds headers to the response the library built."""
+    handler = web_protocol.RequestHandler
+    original = getattr(handler, "handle_error", None)
+    if original is None:
+        raise RuntimeError("aiohttp's RequestHandler.handle_error is gone: check how this "
+                           "aiohttp version answers requests it cannot parse")
+    if getattr(original, "semproxy_stamped", False):
+        return
+
+    def handle_error(self: Any, *args: Any, **kwargs: Any) -> web.StreamResponse:
+        response: web.StreamResponse = original(self, *args, **kwargs)
+        response.headers.update(ANSWER_HEADERS)
+        return response
+
+    handle_error.semproxy_stamped = True  # type: ignore[attr-defined]
+    handler.handle_error = handle_error  # type: ignore[method-assign]
 
 
 async def stamp_headers(request: web.Request, response: web.StreamResponse) -> None:
@@ -192,6 +205,6 @@ def build_app(gateway: Gateway, is_source_ok: Callable[[], bool] | None = None
     app.router.add_route("*", "/{tail:.*}", guarded(gateway.proxy),
                          expect_handler=expect_continue(gateway))
     app.on_response_prepare.append(stamp_headers)
-    hide_library_banner()
+    stamp_library_answers()
     app.on_cleanup.append(on_cleanup)
     return app
