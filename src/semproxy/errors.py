@@ -127,3 +127,17 @@ class EmbeddingError(Exception):
 def error_body(message: str, type_: str, code: str | None) -> bytes:
     """The OpenAI error envelope: {"error": {"message", "type", "param", "code"}}."""
     return orjson.dumps({"error": {"message": message, "type": type_, "param": None, "code": code}})
+
+
+class ConfigRejected(BadRequestError):
+    """A config document (admin PUT, playground Apply) that does not validate: 400
+    with every error, each naming its field path."""
+
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__("invalid config: " + "; ".join(errors))
+        self.errors = errors
+
+    def body(self) -> bytes:
+        return orjson.dumps({"error": {"message": self.message, "type": self.type,
+                                       "param": None, "code": "invalid_config",
+                                       "errors": self.errors}})

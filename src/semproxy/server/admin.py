@@ -15,7 +15,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-import orjson
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
@@ -33,6 +32,7 @@ from semproxy.config.source import FileSource, SourceError
 from semproxy.errors import (
     BadRequestError,
     ConfigError,
+    ConfigRejected,
     ForbiddenError,
     NotFoundError,
     UnauthorizedError,
@@ -277,14 +277,3 @@ def checked_route(route: dict[str, Any], stored: Any, path: str) -> dict[str, An
     if problems:
         raise ConfigRejected(problems)
     return route
-
-
-class ConfigRejected(BadRequestError):
-    def __init__(self, errors: list[str]) -> None:
-        super().__init__("invalid config: " + "; ".join(errors))
-        self.errors = errors
-
-    def body(self) -> bytes:
-        return orjson.dumps({"error": {"message": self.message, "type": self.type,
-                                       "param": None, "code": "invalid_config",
-                                       "errors": self.errors}})

@@ -10,6 +10,7 @@ text must load before it replaces the file.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,16 @@ from semproxy.config.edit import ConfigEditError, add_examples
 from semproxy.config.loader import load_text
 from semproxy.config.runtime import GatewayConfig
 from semproxy.errors import BadRequestError
-from semproxy.server.playground import MAX_EXAMPLE_CHARS, replace_file
+
+MAX_EXAMPLE_CHARS = 2000  # a prompt longer than this cannot be added as an example whole
+
+
+def replace_file(path: Path, text: str) -> None:
+    """Write beside the file, keep its permissions, then rename over it (atomic)."""
+    tmp = path.with_name(f".{path.name}.apply.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.chmod(tmp, path.stat().st_mode & 0o7777)
+    os.replace(tmp, path)
 
 
 def examples_request(body: dict[str, Any]) -> tuple[str, list[str]]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import math
-import os
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from semproxy.config.masking import mask_secrets, mask_text
 from semproxy.errors import (
     BadRequestError,
     ConfigError,
+    ConfigRejected,
     EmbeddingError,
     NotFoundError,
     PayloadTooLargeError,
@@ -47,12 +47,12 @@ from semproxy.quality.metrics import Confusion
 from semproxy.quality.tuning import Proposal, propose, score_all, thresholds_to_write
 from semproxy.semantic.router import router_for
 from semproxy.server.app import Gateway, json_response
+from semproxy.server.examples import MAX_EXAMPLE_CHARS, replace_file
 from semproxy.server.reload import ConfigWatcher
 
 MAX_LINES = 5000
 MAX_BYTES = 8 << 20
 MAX_MISSES = 100
-MAX_EXAMPLE_CHARS = 2000  # a miss longer than this cannot be added as an example whole
 PING_S = 15.0
 UI_FILES = {"": ("index.html", "text/html"), "app.js": ("app.js", "text/javascript"),
             "style.css": ("style.css", "text/css")}
@@ -162,7 +162,6 @@ class Playground:
             raise BadRequestError(f"cannot rewrite thresholds: {exc}") from exc
         except ConfigError as exc:
             # admin.py mounts this module, so its rejection class is imported here.
-            from semproxy.server.admin import ConfigRejected
 
             raise ConfigRejected(exc.errors) from exc
         await self.watcher.reload()
@@ -233,14 +232,6 @@ def parse_thresholds(body: dict[str, Any]) -> tuple[float, dict[str, float]]:
         raise BadRequestError("per_instance: expected an object of instance: threshold")
     return check(body.get("threshold"), "threshold"), {
         str(name): check(value, f"per_instance.{name}") for name, value in per_instance.items()}
-
-
-def replace_file(path: Path, text: str) -> None:
-    """Write beside the file, keep its permissions, then rename over it (atomic)."""
-    tmp = path.with_name(f".{path.name}.apply.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.chmod(tmp, path.stat().st_mode & 0o7777)
-    os.replace(tmp, path)
 
 
 def sse(item: dict[str, Any]) -> bytes:
