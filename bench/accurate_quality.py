@@ -8,7 +8,7 @@ is held out. Figures are pooled over the seeds, with Wilson 95% intervals;
 "test-like overall" weights in-scope and out-of-scope as CLINC's test split
 does (4500 : 1000).
 
-    flock /work/bench.lock .venv/bin/python bench/accurate_quality.py \
+    .venv/bin/python bench/accurate_quality.py \
         --clinc150 oos-eval/data/data_full.json --seeds 0 1 2
 
 Decision time: `--timing N` routes N val prompts one at a time through the
