@@ -73,10 +73,8 @@ def _format(value: float) -> str:
     return f"{value:.4f}"
 
 
-def set_thresholds(text: str, route_id: str, threshold: float,
-                   per_instance: Mapping[str, float]) -> str:
-    """The config text with the route's threshold and these instances' thresholds set."""
-    is_json = text.lstrip().startswith("{")
+def _route_plugin(text: str, route_id: str) -> tuple[bool, Node]:
+    """Whether the text is JSON, and the node of the route's ai-proxy-multi plugin."""
     root = yaml.compose(text)
     if root is None:
         raise ConfigEditError("the config is empty")
@@ -84,6 +82,20 @@ def set_thresholds(text: str, route_id: str, threshold: float,
     multi = None if plugins is None else _get(plugins, "ai-proxy-multi")
     if multi is None:
         raise ConfigEditError(f"route {route_id!r} has no ai-proxy-multi instances")
+    return text.lstrip().startswith("{"), multi
+
+
+def _apply(text: str, edits: list[Edit]) -> str:
+    """The text with every (start, end, replacement) edit made, last one first."""
+    for start, end, value in sorted(edits, reverse=True):
+        text = text[:start] + value + text[end:]
+    return text
+
+
+def set_thresholds(text: str, route_id: str, threshold: float,
+                   per_instance: Mapping[str, float]) -> str:
+    """The config text with the route's threshold and these instances' thresholds set."""
+    is_json, multi = _route_plugin(text, route_id)
     holder = _get(multi, "semantic_opts") or _get(multi, "balancer")
     if holder is None:
         raise ConfigEditError(f"route {route_id!r} has no balancer block")
@@ -94,9 +106,7 @@ def set_thresholds(text: str, route_id: str, threshold: float,
         if isinstance(name, ScalarNode) and name.value in per_instance:
             edits.append(_set_key(text, inst, "threshold",
                                   _format(per_instance[name.value]), is_json))
-    out = text
-    for start, end, new in sorted(edits, reverse=True):
-        out = out[:start] + new + out[end:]
+    out = _apply(text, edits)
     _verify(text, out, route_id, threshold, per_instance)
     return out
 
@@ -159,13 +169,8 @@ def _append_items(text: str, node: SequenceNode, new: Sequence[str], is_json: bo
 
 def add_examples(text: str, route_id: str, new: Mapping[str, Sequence[str]]) -> str:
     """The config text with `new[name]` appended to each named instance's examples."""
-    is_json = text.lstrip().startswith("{")
-    root = yaml.compose(text)
-    if root is None:
-        raise ConfigEditError("the config is empty")
-    plugins = _get(_find_route(root, route_id), "plugins")
-    multi = None if plugins is None else _get(plugins, "ai-proxy-multi")
-    instances = None if multi is None else _get(multi, "instances")
+    is_json, multi = _route_plugin(text, route_id)
+    instances = _get(multi, "instances")
     if not isinstance(instances, SequenceNode):
         raise ConfigEditError(f"route {route_id!r} has no ai-proxy-multi instances")
     edits: list[Edit] = []
@@ -184,9 +189,7 @@ def add_examples(text: str, route_id: str, new: Mapping[str, Sequence[str]]) -> 
     missing = sorted(n for n, texts in new.items() if texts and n not in found)
     if missing:
         raise ConfigEditError(f"route {route_id!r} has no instance {', '.join(missing)}")
-    out = text
-    for start, end, value in sorted(edits, reverse=True):
-        out = out[:start] + value + out[end:]
+    out = _apply(text, edits)
     _verify_examples(text, out, route_id, new)
     return out
 

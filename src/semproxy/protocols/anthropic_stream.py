@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from semproxy.protocols.events import DONE, decoded, named_event
+from semproxy.protocols.events import ChunkTranslator, named_event
 
 STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use",
                 "function_call": "tool_use", "content_filter": "refusal"}
@@ -24,7 +24,7 @@ def usage(node: Any) -> dict[str, int]:
             "output_tokens": int(node.get("completion_tokens") or 0)}
 
 
-class MessagesStream:
+class MessagesStream(ChunkTranslator):
     def __init__(self, message_id: str, model: str) -> None:
         self.message_id = message_id
         self.model = model
@@ -34,15 +34,6 @@ class MessagesStream:
         self._open: str | None = None  # "text" or a tool call's upstream index
         self._stop = "end_turn"
         self._usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0}
-
-    def feed(self, chunk: bytes) -> bytes:
-        out = bytearray()
-        for event in decoded(chunk):
-            out += self._end() if event is DONE else self._chunk(event)
-        return bytes(out)
-
-    def close(self) -> bytes:
-        return self._start() + self._end()
 
     def error(self, message: str) -> bytes:
         return named_event("error", {"type": "error", "error": {

@@ -8,12 +8,16 @@ take no part in semantic routing: they carry no prompt to route on.
 
 from __future__ import annotations
 
-from semproxy.errors import BadRequestError, error_body
+from semproxy.errors import BadRequestError
 from semproxy.protocols.body import parse_object
-from semproxy.protocols.contract import Parsed, StreamTranslator
+from semproxy.protocols.chat import ChatCompletions
+from semproxy.protocols.contract import Parsed
 
 
-class OpenAIEmbeddings:
+class OpenAIEmbeddings(ChatCompletions):
+    """OpenAI-shaped like Chat Completions (answers and errors pass as they are);
+    only the request differs."""
+
     name = "embeddings"
 
     def parse(self, body: bytes) -> Parsed:
@@ -22,12 +26,3 @@ class OpenAIEmbeddings:
         if not (isinstance(given, str) and given) and not (isinstance(given, list) and given):
             raise BadRequestError("input: a non-empty string or array is required")
         return Parsed(request, None)
-
-    def reply(self, body: bytes) -> bytes:
-        return body
-
-    def stream(self, model: str | None) -> StreamTranslator | None:
-        return None
-
-    def error(self, status: int, message: str, type_: str, code: str | None) -> bytes:
-        return error_body(message, type_, code)

@@ -8,6 +8,7 @@ bounds it in size and time), so nothing here waits for the rest of an event.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Any
 
@@ -38,3 +39,29 @@ def decoded(events: bytes) -> Iterator[dict[str, Any] | None]:
 def named_event(name: str, data: dict[str, Any]) -> bytes:
     """One SSE event with an `event:` line, as Anthropic and Responses streams send them."""
     return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
+
+
+class ChunkTranslator(ABC):
+    """The loop both stream translators share: every Chat Completions chunk in a
+    run of upstream events becomes the client protocol's events (`_chunk`), the
+    end marker closes them (`_end`), and `close` ends a stream that had no marker
+    (opening it first, `_start`, when nothing came at all). Each is idempotent."""
+
+    def feed(self, chunk: bytes) -> bytes:
+        out = bytearray()
+        for event in decoded(chunk):
+            out += self._end() if event is DONE else self._chunk(event)
+        return bytes(out)
+
+    def close(self) -> bytes:
+        return self._start() + self._end()
+
+    @abstractmethod
+    def _start(self) -> bytes: ...
+
+    @abstractmethod
+    def _chunk(self, chunk: dict[str, Any]) -> bytes: ...
+
+    @abstractmethod
+    def _end(self) -> bytes: ...
+

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from semproxy.protocols.events import DONE, decoded, named_event
+from semproxy.protocols.events import ChunkTranslator, named_event
 
 
 def message_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
@@ -57,7 +57,7 @@ def response_object(response_id: str, model: str, output: list[dict[str, Any]],
     }
 
 
-class ResponsesStream:
+class ResponsesStream(ChunkTranslator):
     def __init__(self, response_id: str, message_id: str, model: str) -> None:
         self.response_id = response_id
         self.message_id = message_id
@@ -75,15 +75,6 @@ class ResponsesStream:
     def _event(self, kind: str, **fields: Any) -> bytes:
         self._seq += 1
         return named_event(kind, {"type": kind, "sequence_number": self._seq, **fields})
-
-    def feed(self, chunk: bytes) -> bytes:
-        out = bytearray()
-        for event in decoded(chunk):
-            out += self._end() if event is DONE else self._chunk(event)
-        return bytes(out)
-
-    def close(self) -> bytes:
-        return self._start() + self._end()
 
     def error(self, message: str) -> bytes:
         return self._event("error", code="upstream_error", message=message, param=None)

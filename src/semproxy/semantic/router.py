@@ -86,14 +86,15 @@ class SemanticRouter:
         return decide(self.names, scores, self.thresholds if thresholds is None else thresholds,
                       self.spec.catchall, min_margin=self.spec.min_margin, negative=negative)
 
-    def query(self, messages: Sequence[Any], text: str) -> RoutingInput:
-        """The input of a chat request: its last user turn `text` and, on a route with
-        `context: conversation`, the user turns before it that are worth reading."""
+    def query(self, messages: Sequence[Any], last: RoutingInput) -> RoutingInput:
+        """The input of a chat request: `last`, what its protocol routes on (the last
+        user turn), and, on a route with `context: conversation`, the user turns
+        before it that are worth reading."""
         settings = self.spec.conversation
         if settings is None:
-            return RoutingInput(text)
-        return RoutingInput(text, earlier_turns(messages, settings.max_turns,
-                                                settings.max_turn_chars))
+            return last
+        return RoutingInput(last.text, earlier_turns(messages, settings.max_turns,
+                                                     settings.max_turn_chars))
 
     def narrowed(self, query: RoutingInput) -> RoutingInput:
         """`query` (earlier turns unfiltered, e.g. from a labelled file) as `query` would

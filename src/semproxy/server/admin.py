@@ -40,7 +40,7 @@ from semproxy.errors import (
 )
 from semproxy.protocols.body import parse_object
 from semproxy.semantic.explain import explain_with
-from semproxy.semantic.query import prompt_input, routing_text
+from semproxy.semantic.query import prompt_input, routing_input
 from semproxy.server.app import Gateway, error_middleware, json_response
 from semproxy.server.examples import examples_request, write_in_place
 from semproxy.server.playground import is_public
@@ -210,7 +210,7 @@ class AdminAPI:
         body = parse_object(await request.read())
         messages = body.get("messages")
         if isinstance(messages, list) and all(isinstance(m, dict) for m in messages):
-            query = route.semantic.query(messages, routing_text(body))
+            query = route.semantic.query(messages, routing_input(body))
         elif isinstance(body.get("prompt"), str):
             query = prompt_input(body["prompt"])
         else:

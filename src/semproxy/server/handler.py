@@ -31,6 +31,7 @@ from semproxy.providers.base import EmbeddingsRelay, NativeRelay, Reply
 from semproxy.providers.http import HttpClients
 from semproxy.providers.sse import sse_events
 from semproxy.semantic.decision import Decision
+from semproxy.semantic.query import RoutingInput
 from semproxy.server.auth import authenticate
 from semproxy.server.exchange import (
     Attempt,
@@ -110,7 +111,7 @@ async def serve(request: web.Request, exchange: Exchange, table: RouteTable,
     model = payload.get("model")
     exchange.model = model if isinstance(model, str) else None
     if route.semantic is not None and parsed.query is not None:
-        exchange.decision = await decide(route, payload, parsed.query.text, observer)
+        exchange.decision = await decide(route, payload, parsed.query, observer)
     if route.spec.shadow is not None and route.spec.shadow.inline:
         # debug mode: the shadow decides before the answer, for X-AI-Shadow-Route
         query = shadow_input(route, exchange)
@@ -129,18 +130,18 @@ def list_models(request: web.Request, exchange: Exchange, table: RouteTable) -> 
                         headers={"X-Request-Id": exchange.request_id})
 
 
-async def decide(route: RouteState, payload: dict[str, Any], text: str,
+async def decide(route: RouteState, payload: dict[str, Any], last: RoutingInput,
                  observer: RequestObserver) -> Decision:
-    """Route on `text`, the user's own words as the client protocol tells them (and on
+    """Route on `last`, the user's own words as the client protocol tells them (and on
     the earlier user turns of the chat `payload` when the route reads conversations)."""
     assert route.semantic is not None
     started = time.monotonic()
-    decision, cached = await route.semantic.route(route.semantic.query(payload.get("messages", ()),
-                                                                        text))
+    decision, cached = await route.semantic.route(
+        route.semantic.query(payload.get("messages", ()), last))
     if decision.ranking:
         observer.on_embedding(route.spec.id, time.monotonic() - started, cached)
     observer.on_semantic(route.spec.id, decision,
-                         text if route.spec.logging.payloads else None)
+                         last.text if route.spec.logging.payloads else None)
     return decision
 
 

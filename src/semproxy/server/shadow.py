@@ -65,8 +65,7 @@ def shadow_input(route: RouteState, exchange: Exchange) -> RoutingInput | None:
             or not parsed.query.text:
         return None
     messages = payload.get("messages", ()) if payload is not None else ()
-    return route.shadow.query(messages if isinstance(messages, list) else (),
-                              parsed.query.text)
+    return route.shadow.query(messages if isinstance(messages, list) else (), parsed.query)
 
 
 async def shadow_decision(route: RouteState, query: RoutingInput) -> Decision:
