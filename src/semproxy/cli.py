@@ -213,7 +213,7 @@ def _quality_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
     cal.add_argument("--data", required=True,
                      help="labelled JSONL: {prompt|messages, instance|null} per line")
     cal.add_argument("--objective", default="balanced",
-                     help="balanced | accuracy | precision=P (default balanced)")
+                     help="balanced | accuracy | precision=P | oos_recall=R (default balanced)")
     cal.add_argument("--folds", type=int, default=5,
                      help="k-fold cross-validation: figures on prompts each fit did not see")
     cal.add_argument("--per-instance", action="store_true",
