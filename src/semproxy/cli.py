@@ -199,6 +199,8 @@ def _quality_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
                          "centroid of max_local_centroid (--clinc150)")
     ev.add_argument("--no-center", dest="center", action="store_false",
                     help="score raw vectors instead of centred ones (--clinc150)")
+    ev.add_argument("--background-weight", type=float, default=0.0, metavar="W",
+                    help="the route's balancer.background_weight (--clinc150; 0: off)")
     ev.add_argument("--model", default="wordllama",
                     help="in-process embedding model, wordllama or all-MiniLM-L6-v2 (--clinc150)")
     ev.add_argument("--out", default="build/clinc150",
