@@ -11,6 +11,9 @@ does (4500 : 1000).
     .venv/bin/python bench/accurate_quality.py \
         --clinc150 oos-eval/data/data_full.json --seeds 0 1 2
 
+`--background-weight W` sets the route's `balancer.background_weight`;
+`--split test` judges CLINC's test split instead (data_full.json only).
+
 Decision time: `--timing N` routes N val prompts one at a time through the
 selector's per-request path (first sight of each prompt, so no decision cache),
 after the references are built, and reports the mean and p99 per prompt
@@ -47,22 +50,24 @@ def wilson(hits: int, n: int) -> tuple[float, float]:
     return centre - half, centre + half
 
 
-def config(dataset: dict[str, Any], k: int, seed: int, model: str) -> dict[str, Any]:
+def config(dataset: dict[str, Any], k: int, seed: int, model: str,
+           background_weight: float = 0.0) -> dict[str, Any]:
     data = route_config(dataset, k, seed, "max_local_centroid", center=True, nearest=4,
-                        model=model)
+                        model=model, background_weight=background_weight)
     data["routes"][0]["plugins"]["ai-proxy-multi"]["balancer"]["threshold"] = "auto"
     return data
 
 
-def items(dataset: dict[str, Any]) -> list[LabelledPrompt]:
-    rows = [LabelledPrompt(text, domain) for text, _, domain in dataset["splits"]["val"]]
-    return rows + [LabelledPrompt(text, None) for text in dataset["oos"]["val"]]
+def items(dataset: dict[str, Any], split: str = "val") -> list[LabelledPrompt]:
+    rows = [LabelledPrompt(text, domain) for text, _, domain in dataset["splits"][split]]
+    return rows + [LabelledPrompt(text, None) for text in dataset["oos"][split]]
 
 
 async def one_run(dataset: dict[str, Any], k: int, seed: int, model: str,
-                  timing: int) -> dict[str, Any]:
-    labelled = items(dataset)
-    async with router_for(load_data(config(dataset, k, seed, model), env={}),
+                  timing: int, background_weight: float = 0.0, split: str = "val"
+                  ) -> dict[str, Any]:
+    labelled = items(dataset, split)
+    async with router_for(load_data(config(dataset, k, seed, model, background_weight), env={}),
                           "clinc150") as selector:
         ev = await evaluate(selector, labelled)
         right_in = sum(d.pick == i.instance for i, d in zip(labelled, ev.decisions, strict=True)
@@ -123,11 +128,16 @@ async def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--models", nargs="+", default=["fast", "accurate"])
     parser.add_argument("--timing", type=int, default=0, help="prompts timed per run")
+    parser.add_argument("--background-weight", type=float, default=0.0,
+                        help="the route's balancer.background_weight (0: off)")
+    parser.add_argument("--split", default="val", choices=["val", "test"],
+                        help="labelled prompts: val, or test (data_full.json only)")
     args = parser.parse_args()
     logging.disable(logging.WARNING)  # one "no instance cleared" line per fallback
     dataset = load_dataset(args.clinc150)
     for model in args.models:
-        runs = [await one_run(dataset, args.k, seed, model, args.timing) for seed in args.seeds]
+        runs = [await one_run(dataset, args.k, seed, model, args.timing, args.background_weight,
+                              args.split) for seed in args.seeds]
         report(model, runs)
 
 

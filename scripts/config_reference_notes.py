@@ -249,6 +249,14 @@ NOTES: dict[str, tuple[str, str]] = {
     "Balancer.center": ("Subtract the mean example direction before comparing; rescales "
                         "scores, so recalibrate thresholds.",
                         "比较前减去示例的平均方向；会改变分数尺度，需要重新校准阈值。"),
+    "Balancer.background_weight": ("Take this times the prompt's closeness to the shipped "
+                                   "background set off every score, so everyday talk must "
+                                   "score higher to clear a threshold (not used by the strong "
+                                   "stage of model: accurate); "
+                                   "0 = off. Recalibrate after.",
+                                   "从每个分数中减去该值乘以提示与内置背景集的接近度，使日常闲聊"
+                                   "需要更高分数才能过阈值（model: accurate 的强模型阶段不使用）；0 表示关闭。"
+                                   "修改后需重新校准。"),
     "Balancer.shadow": ("A semantic table tried on live traffic, off the request path; it "
                         "never serves (semantic-routing.md, Shadow routing).",
                         "在真实流量上试运行的语义路由表，不在请求路径上执行，从不服务请求"

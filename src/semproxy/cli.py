@@ -199,6 +199,8 @@ def _quality_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
                          "centroid of max_local_centroid (--clinc150)")
     ev.add_argument("--no-center", dest="center", action="store_false",
                     help="score raw vectors instead of centred ones (--clinc150)")
+    ev.add_argument("--background-weight", type=float, default=0.0, metavar="W",
+                    help="the route's balancer.background_weight (--clinc150; 0: off)")
     ev.add_argument("--model", default="wordllama",
                     help="in-process embedding model, wordllama or all-MiniLM-L6-v2 (--clinc150)")
     ev.add_argument("--out", default="build/clinc150",
@@ -213,7 +215,7 @@ def _quality_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
     cal.add_argument("--data", required=True,
                      help="labelled JSONL: {prompt|messages, instance|null} per line")
     cal.add_argument("--objective", default="balanced",
-                     help="balanced | accuracy | precision=P (default balanced)")
+                     help="balanced | accuracy | precision=P | oos_recall=R (default balanced)")
     cal.add_argument("--folds", type=int, default=5,
                      help="k-fold cross-validation: figures on prompts each fit did not see")
     cal.add_argument("--per-instance", action="store_true",

@@ -48,6 +48,8 @@ INVALID = {
         f"{P}.instances[0].examples"),
     "balancer_threshold_above_1": (
         semantic([CODE], threshold=1.5), f"{P}.balancer.threshold"),
+    "background_weight_negative": (
+        semantic([CODE], background_weight=-0.5), f"{P}.balancer.background_weight"),
     "balancer_threshold_a_word_other_than_auto": (
         semantic([CODE], threshold="sometimes"), f"{P}.balancer.threshold"),
     "instance_threshold_above_1": (

@@ -39,6 +39,8 @@ MISTAKES = {
     "eval_clinc150_not_json": ["eval", "--clinc150", QUICKSTART],
     "calibrate_unknown_objective": ["calibrate", "--config", QUICKSTART, "--route", "auto",
                                     "--data", "{data}", "--objective", "loudest"],
+    "calibrate_recall_above_one": ["calibrate", "--config", QUICKSTART, "--route", "auto",
+                                   "--data", "{data}", "--objective", "oos_recall=45"],
     "calibrate_too_few_folds": ["calibrate", "--config", QUICKSTART, "--route", "auto",
                                 "--data", "{data}", "--folds", "1"],
     "serve_without_source": ["serve"],

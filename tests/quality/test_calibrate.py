@@ -23,7 +23,8 @@ def test_vectorised_picks_match_decide_on_random_scores() -> None:
 
 def test_fit_finds_a_threshold_that_separates_in_scope_from_the_rest() -> None:
     # Two instances; in-scope prompts score 0.6-0.9 on their own instance, the
-    # off-topic ones at most 0.4 anywhere. Any threshold in (0.4, 0.6] is perfect.
+    # off-topic ones below 0.4 anywhere. Any threshold above the highest
+    # off-topic score and at most 0.6 is perfect.
     rng = np.random.default_rng(0)
     own = rng.uniform(0.6, 0.9, size=40)
     scores = np.zeros((60, 2))
@@ -32,8 +33,9 @@ def test_fit_finds_a_threshold_that_separates_in_scope_from_the_rest() -> None:
     scores[40:] = rng.uniform(0.0, 0.4, size=(20, 2))
     expected = np.array([0] * 20 + [1] * 20 + [2] * 20)
     result = fit(["a", "b", "catch"], scores, expected, objective("balanced"))
-    assert 0.4 < result.threshold <= 0.6
-    assert all(0.4 < t <= 0.6 for t in result.thresholds)
+    highest = scores[40:].max()
+    assert highest < result.threshold <= 0.6
+    assert all(highest < t <= 0.6 for t in result.thresholds)
 
 
 def test_precision_objective_trades_coverage_for_precision() -> None:
@@ -44,7 +46,37 @@ def test_precision_objective_trades_coverage_for_precision() -> None:
     assert 0.45 < result.threshold <= 0.7
 
 
-@pytest.mark.parametrize("spec", ["precision=high", "recall"])
+def test_oos_recall_objective_keeps_in_scope_prompts_while_meeting_the_recall() -> None:
+    # Four catchall prompts score 0.30, 0.35, 0.50 and 0.60; in-scope prompts
+    # (all right) score 0.40 to 0.95. Rejecting half of the catchall prompts
+    # needs a threshold above 0.35, and any threshold above 0.40 loses an
+    # in-scope prompt for nothing; `balanced` would reject more.
+    top = [0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.65, 0.55, 0.45, 0.4, 0.3, 0.35, 0.5, 0.6]
+    scores = np.array(top)[:, None]
+    expected = np.array([0] * 10 + [1] * 4)
+    half = fit(["a", "catch"], scores, expected, objective("oos_recall=0.5"))
+    assert 0.35 < half.threshold <= 0.4
+    most = fit(["a", "catch"], scores, expected, objective("oos_recall=0.75"))
+    assert 0.5 < most.threshold <= 0.55  # the cheapest threshold that rejects three
+    assert fit(["a", "catch"], scores, expected, objective("oos_recall=0")).threshold == -1.0
+
+
+def test_oos_recall_thresholds_sit_just_above_a_catchall_prompt() -> None:
+    # 1,000 in-scope prompts and 10 catchall ones: quantiles of all top scores
+    # step 1% of the prompts at a time, too coarse for a recall constraint. The
+    # fit must find the cut just above the 5th catchall prompt, as written to
+    # config (4 places).
+    rng = np.random.default_rng(3)
+    inside = rng.uniform(0.2, 0.9, size=1000)
+    outside = np.array([0.11, 0.13, 0.17, 0.19, 0.23806, 0.31, 0.4, 0.5, 0.6, 0.7])
+    scores = np.concatenate([inside, outside])[:, None]
+    expected = np.array([0] * 1000 + [1] * 10)
+    result = fit(["a", "catch"], scores, expected, objective("oos_recall=0.5"))
+    assert result.threshold == 0.2381
+
+
+@pytest.mark.parametrize("spec", ["precision=high", "recall", "oos_recall=1.5", "oos_recall=",
+                                  "precision=-0.1"])
 def test_unknown_objectives_are_refused(spec: str) -> None:
     with pytest.raises(ValueError):
         objective(spec)

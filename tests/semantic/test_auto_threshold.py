@@ -6,7 +6,13 @@ import aiohttp
 import numpy as np
 from tests.conftest import GatewayFactory, chat, instance, route_config
 
-from semproxy.semantic.auto_threshold import background_prompts, learn, leave_one_out
+from semproxy.semantic.auto_threshold import (
+    NEAREST,
+    background_prompts,
+    closeness,
+    learn,
+    leave_one_out,
+)
 from semproxy.semantic.similarity import instance_scores
 
 from .conftest import ask
@@ -68,3 +74,52 @@ async def test_a_route_with_threshold_auto_learns_thresholds_and_turns_away_off_
     learned = gw.gateway.table.routes[0].semantic.thresholds
     assert 0 < learned[0] < 1 and learned[0] != 0.2
     assert learned[1] == 0.2  # an instance's own threshold is kept
+
+
+def test_closeness_is_the_mean_cosine_to_the_nearest_background_prompts() -> None:
+    background = np.array([[1, 0], [0, 1], [0.6, 0.8]], np.float32)  # fewer than NEAREST
+    np.testing.assert_allclose(closeness(np.array([[1, 0]], np.float32), background),
+                               [(1 + 0 + 0.6) / 3], rtol=1e-6)
+    # The background scored against itself: each row skips its own cosine of 1.
+    np.testing.assert_allclose(closeness(background, background, skip_self=True),
+                               [0.3, 0.4, 0.7], rtol=1e-6)
+    # Only the NEAREST closest count: NEAREST copies of x, then as many of y.
+    many = np.array([[1, 0]] * NEAREST + [[0, 1]] * NEAREST, np.float32)
+    np.testing.assert_allclose(closeness(np.array([[1, 0], [0.6, 0.8]], np.float32), many),
+                               [1.0, 0.8], rtol=1e-6)
+
+
+async def _scores(gateway: GatewayFactory, http: aiohttp.ClientSession, weight: float,
+                  prompts: list[str]) -> list[dict[str, float]]:
+    instances = [
+        instance("banking", examples=["what is my account balance", "transfer money to savings",
+                                      "why was my card declined"]),
+        instance("cooking", examples=["how long do i boil an egg", "give me a lasagna recipe",
+                                      "what can i use instead of butter"]),
+        instance("default", catchall=True),
+    ]
+    gw = await gateway(route_config(instances, embeddings={"provider": "local"},
+                                    balancer={"algorithm": "semantic", "threshold": -1,
+                                              "background_weight": weight,
+                                              "expose_scores": True}))
+    out = []
+    for prompt in prompts:
+        answer = await ask(http, gw, chat(prompt))
+        pairs = answer.headers["X-AI-Semantic-Scores"].split(",")
+        out.append({name: float(score) for name, score in (p.split(":") for p in pairs)})
+    return out
+
+
+async def test_background_weight_lowers_everyday_prompts_more_than_on_topic_ones(
+    gateway: GatewayFactory, http: aiohttp.ClientSession
+) -> None:
+    everyday = background_prompts()[0]
+    prompts = [everyday, "transfer fifty dollars from my checking account"]
+    plain = await _scores(gateway, http, 0.0, prompts)
+    weighted = await _scores(gateway, http, 1.0, prompts)
+    shift = [{n: p[n] - w[n] for n in p} for p, w in zip(plain, weighted, strict=True)]
+    for row in shift:  # one constant per prompt: the ranking is the same
+        assert max(row.values()) - min(row.values()) < 2e-4
+    # A sentence of the background set is at least 1/NEAREST close to it (itself).
+    assert shift[0]["banking"] > shift[1]["banking"] + 0.05
+    assert shift[0]["banking"] >= 1 / NEAREST

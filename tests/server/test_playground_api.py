@@ -98,12 +98,27 @@ async def test_bad_labelled_data_is_a_400_naming_the_problem(
         assert words in (await resp.json())["error"]["message"]
 
 
+@pytest.mark.parametrize("spec", ["vibes", "oos_recall%3D1.5"])
 async def test_calibrate_rejects_an_unknown_objective(
-    gw: RunningGateway, http: aiohttp.ClientSession
+    gw: RunningGateway, http: aiohttp.ClientSession, spec: str
 ) -> None:
-    async with http.post(admin(gw, "/admin/routes/auto/calibrate?objective=vibes"),
+    async with http.post(admin(gw, f"/admin/routes/auto/calibrate?objective={spec}"),
                          data=LABELLED, headers=KEY) as resp:
         assert resp.status == 400
+        assert "objective" in (await resp.json())["error"]["message"]
+
+
+async def test_calibrate_takes_an_out_of_scope_recall_objective(
+    gw: RunningGateway, http: aiohttp.ClientSession
+) -> None:
+    url = admin(gw, "/admin/routes/auto/calibrate?objective=oos_recall%3D1&folds=2")
+    async with http.post(url, data=LABELLED, headers=KEY) as resp:
+        assert resp.status == 200, await resp.text()
+        body: dict[str, Any] = await resp.json()
+    assert body["objective"] == "oos_recall=1"
+    # Fitted on every prompt, the one catchall prompt must reach the catchall.
+    route = body["route"]["plugins"]["ai-proxy-multi"]["balancer"]
+    assert route["threshold"] == body["threshold"] > -1
 
 
 async def test_calibrate_proposes_a_route_the_admin_put_accepts(

@@ -60,6 +60,7 @@ class SemanticSpec:
     # references are built; `threshold` is then 0, the value an instance falls back to.
     auto_threshold: bool = False
     conversation: s.Conversation | None = None  # None: route on the last user turn only
+    background_weight: float = 0.0  # balancer.background_weight (fast model only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,7 +368,7 @@ def _semantic(
         expose_scores=(opts.debugging if opts else False) or balancer.expose_scores,
         aggregation=balancer.aggregation, k=balancer.k, min_margin=balancer.min_margin,
         embeddings=emb, catchall=catchall, apisix_header=opts is not None and opts.debugging,
-        center=balancer.center,
+        center=balancer.center, background_weight=balancer.background_weight,
         conversation=balancer.conversation if balancer.context == "conversation" else None,
     )
 

@@ -223,6 +223,10 @@ class Balancer(Strict):
     # (see semantic/scorer.py `centered`). Changes the scale of every score,
     # so thresholds chosen without it do not carry over.
     center: bool = False
+    # semproxy extension: subtract this times the prompt's closeness to the shipped
+    # background set from every score (semantic/auto_threshold.py), so everyday
+    # talk must score higher to clear a threshold; 0 = off. Re-calibrate after.
+    background_weight: float = Field(default=0.0, ge=0.0, le=2.0)
     # semproxy extension: `conversation` decides on the earlier user turns too.
     context: Literal["last_user", "conversation"] = "last_user"
     conversation: Conversation = Field(default_factory=Conversation)

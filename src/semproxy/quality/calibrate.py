@@ -66,19 +66,32 @@ def picks(scores: FloatArray, thresholds: FloatArray, min_margin: float = 0.0,
     return out.astype(np.intp)
 
 
+OBJECTIVES = "balanced, accuracy, precision=P, oos_recall=R"
+
+
 def objective(spec: str) -> Callable[[Confusion], Score]:
-    """`balanced`, `accuracy` or `precision=P` as a function to maximise."""
+    """`balanced`, `accuracy`, `precision=P` or `oos_recall=R` as a function to maximise."""
     if spec == "balanced":
         return lambda c: (1.0, c.balanced_accuracy() or 0.0)
     if spec == "accuracy":
         return lambda c: (1.0, c.accuracy() or 0.0)
-    if spec.startswith("precision="):
-        try:
-            target = float(spec.split("=", 1)[1])
-        except ValueError:
-            raise ValueError(f"bad objective {spec!r}: precision=P needs a number") from None
-        return lambda c: _precision_at(c, target)
-    raise ValueError(f"unknown objective {spec!r} (balanced, accuracy, precision=P)")
+    name, _, value = spec.partition("=")
+    if value and name in CONSTRAINED:
+        letter, constrained = CONSTRAINED[name]
+        target = _share(spec, name, letter)
+        return lambda c: constrained(c, target)
+    raise ValueError(f"unknown objective {spec!r} ({OBJECTIVES})")
+
+
+def _share(spec: str, name: str, letter: str) -> float:
+    """The number of `name=X`, a share from 0 to 1."""
+    try:
+        value = float(spec.split("=", 1)[1])
+    except ValueError:
+        raise ValueError(f"bad objective {spec!r}: {name}={letter} needs a number") from None
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"bad objective {spec!r}: {letter} is a share from 0 to 1")
+    return value
 
 
 def _precision_at(c: Confusion, target: float) -> Score:
@@ -88,6 +101,24 @@ def _precision_at(c: Confusion, target: float) -> Score:
     if precision is not None and precision >= target:
         return (1.0, c.in_scope_accuracy() or 0.0)
     return (0.0, precision or 0.0)
+
+
+def _oos_recall_at(c: Confusion, target: float) -> Score:
+    # Send at least `target` of the labelled out-of-scope prompts to the catchall;
+    # among thresholds that do, route as many in-scope prompts correctly as
+    # possible. The operator states how much off-topic traffic a specialist may
+    # take, and gives up no more in-scope accuracy than that costs.
+    recall = c.catchall_recall()
+    if recall is None or recall >= target:
+        return (1.0, c.in_scope_accuracy() or 0.0)
+    return (0.0, recall)
+
+
+# `name=X` objectives: the letter the help text uses for X, and the rule.
+CONSTRAINED: dict[str, tuple[str, Callable[[Confusion, float], Score]]] = {
+    "precision": ("P", _precision_at),
+    "oos_recall": ("R", _oos_recall_at),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,13 +132,26 @@ def _confusion(labels: Sequence[str], expected: IntArray, got: IntArray) -> Conf
     return Confusion.from_codes(labels, expected, np.where(got < 0, catch, got))
 
 
+def candidates(scores: FloatArray, catchall: npt.NDArray[np.bool_]) -> FloatArray:
+    """The thresholds tried: -1 (never fall back), quantiles of the top scores, and
+    just above each catchall prompt's top score.
+
+    The quantiles step over 1% of all prompts at a time, a coarse step when
+    out-of-scope prompts are a few percent of the file; the points just above
+    them (rounded up to the 4 places written to config) are where a constraint
+    on out-of-scope recall is met with the fewest in-scope prompts lost.
+    """
+    top = scores.max(axis=1)
+    quantiles = np.round(np.quantile(top, np.linspace(0, 1, GRID)), 4)
+    above = np.floor(top[catchall] * 1e4 + 1) / 1e4
+    return np.concatenate([[-1.0], np.unique(np.concatenate([quantiles, above]))])
+
+
 def fit(labels: Sequence[str], scores: FloatArray, expected: IntArray,
         goal: Callable[[Confusion], Score], min_margin: float = 0.0,
         negative: FloatArray | None = None) -> Fit:
     """Thresholds (rounded to 4 places, as written to config) that maximise `goal`."""
-    top = scores.max(axis=1)
-    grid = np.unique(np.round(np.quantile(top, np.linspace(0, 1, GRID)), 4))
-    grid = np.concatenate([[-1.0], grid])
+    grid = candidates(scores, expected == len(labels) - 1)
 
     def score_of(thresholds: FloatArray) -> Score:
         return goal(_confusion(labels, expected, picks(scores, thresholds, min_margin, negative)))

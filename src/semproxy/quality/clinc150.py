@@ -91,10 +91,12 @@ def wordllama_vectors(texts: Sequence[str]) -> np.ndarray:
 
 def route_config(dataset: dict[str, Any], k: int, seed: int, aggregation: str, center: bool,
                  nearest: int | None = None, model: str = DEFAULT_MODEL,
-                 pick: str = "random", embed: Embed = wordllama_vectors) -> dict[str, Any]:
+                 pick: str = "random", embed: Embed = wordllama_vectors,
+                 background_weight: float = 0.0) -> dict[str, Any]:
     """The route as a config dict; `nearest` is the balancer's `k` (left out when None),
     `model` the in-process embedding model, `pick` how examples are chosen (`seed`
-    matters only for "random", `embed` only for "typical")."""
+    matters only for "random", `embed` only for "typical"), `background_weight` the
+    balancer's (written when not 0)."""
     if pick not in PICKS:
         raise ValueError(f"unknown pick {pick!r} (known: {', '.join(PICKS)})")
     rng = random.Random(seed)
@@ -119,6 +121,8 @@ def route_config(dataset: dict[str, Any], k: int, seed: int, aggregation: str, c
         balancer["k"] = nearest
     if center:
         balancer["center"] = True
+    if background_weight:
+        balancer["background_weight"] = background_weight
     embeddings = {"provider": "local", "model": model}
     return {"listen": "127.0.0.1:9080", "routes": [{
         "id": "clinc150", "uri": "/v1/chat/completions",
@@ -189,7 +193,7 @@ DEFAULT_NEAREST = 4
 def convert(source: str | Path, out_dir: str | Path, k: int, seed: int = 0,
             aggregation: str = DEFAULT_AGGREGATION, center: bool = True,
             nearest: int | None = DEFAULT_NEAREST, model: str = DEFAULT_MODEL,
-            pick: str = "random") -> tuple[Path, Path]:
+            pick: str = "random", background_weight: float = 0.0) -> tuple[Path, Path]:
     """Write `clinc150-k{k}.yaml` and `clinc150-val.jsonl` into out_dir; return both paths.
 
     When the source has a test split (CLINC's data_full.json), `clinc150-test.jsonl`
@@ -205,7 +209,8 @@ def convert(source: str | Path, out_dir: str | Path, k: int, seed: int = 0,
     config = out / f"clinc150-k{k}.yaml"
     picked = f"random (seed {seed})" if pick == "random" else "most typical of each intent first"
     config.write_text(HEADER.format(k=k, picked=picked) + yaml.safe_dump(
-        route_config(dataset, k, seed, aggregation, center, nearest, model, pick),
+        route_config(dataset, k, seed, aggregation, center, nearest, model, pick,
+                     background_weight=background_weight),
         sort_keys=False, width=100),
         encoding="utf-8")
     data = out / "clinc150-val.jsonl"

@@ -29,7 +29,8 @@ def run_eval(args: argparse.Namespace) -> int:
         from semproxy.quality.clinc150 import convert
 
         config, data = convert(args.clinc150, args.out, args.k, args.seed,
-                               args.aggregation, args.center, args.nearest, args.model, args.pick)
+                               args.aggregation, args.center, args.nearest, args.model, args.pick,
+                               args.background_weight)
         print(f"wrote {config} and {data}", file=sys.stderr)
         args.config, args.route, args.data = str(config), "clinc150", str(data)
     if not (args.config and args.route and args.data):

@@ -251,9 +251,11 @@ def open_router(route: RouteSpec, embedder: Embedder, strong: Embedder | None = 
                                 else None if spec.auto_threshold else spec.threshold)
                  for i in route.instances if i.examples]
     followups = conversation.FOLLOWUPS if spec.conversation is not None else ()
-    fast = PromptScorer(instances, embedder, spec.aggregation, spec.k, spec.center, followups)
+    fast = PromptScorer(instances, embedder, spec.aggregation, spec.k, spec.center, followups,
+                        spec.background_weight)
     # The strong stage never centres: centring corrects the common component of
-    # averaged word vectors, and measured worse on MiniLM's vectors.
+    # averaged word vectors, and measured worse on MiniLM's vectors. Nor does it take
+    # background_weight, which was measured on the fast model's scores only.
     cascade = None if strong is None else CascadeScorer(
         fast, PromptScorer(instances, strong, spec.aggregation, spec.k))
     return SemanticRouter(route.id, spec, fast, cascade)

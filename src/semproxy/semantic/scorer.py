@@ -17,7 +17,7 @@ import numpy as np
 
 from semproxy.embeddings import Embedder
 from semproxy.errors import EmbeddingError
-from semproxy.semantic.auto_threshold import background_prompts, complete
+from semproxy.semantic.auto_threshold import background_prompts, closeness, complete
 from semproxy.semantic.similarity import (
     AGGREGATIONS,
     instance_scores,
@@ -45,6 +45,10 @@ class References:
     # An instance whose examples read like follow-ups ("repeat that", "cancel")
     # needs a turn to stand that much further above the follow-ups to lead.
     followup_bias: np.ndarray | None = None
+    # balancer.background_weight: the shipped background set's vectors and the weight
+    # of a prompt's closeness to them, taken off all of its scores (None / 0: off).
+    background: np.ndarray | None = None
+    background_weight: float = 0.0
 
     @property
     def dim(self) -> int:
@@ -76,10 +80,17 @@ class References:
                 near = near.astype(np.float64)
             generic = AGGREGATIONS[self.aggregation](near, _ONE_SEGMENT, self.k,
                                                      self.followup_norm, self.followups)[..., 0]
-        if self.negatives is None or self.negative_bounds is None:
-            return scores, None, generic
-        return scores, np.atleast_2d(instance_scores(prompts, self.negatives,
-                                                     self.negative_bounds)), generic
+        negative = None
+        if self.negatives is not None and self.negative_bounds is not None:
+            negative = np.atleast_2d(instance_scores(prompts, self.negatives,
+                                                     self.negative_bounds))
+        if self.background is None or not self.background_weight:
+            return scores, negative, generic
+        # One constant per prompt off every score it is compared by (negatives and
+        # follow-ups too), so only the thresholds see the correction.
+        shift = self.background_weight * closeness(prompts, self.background)
+        return (scores - shift[:, None], None if negative is None else negative - shift[:, None],
+                None if generic is None else generic - shift)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +132,7 @@ class PromptScorer:
         k: int = 3,
         center: bool = False,
         followups: Sequence[str] = (),
+        background_weight: float = 0.0,
     ) -> None:
         self.instances = tuple(i for i in instances if i.examples)
         self._embedder = embedder
@@ -128,6 +140,7 @@ class PromptScorer:
         self._k = k
         self._center = center
         self._followups = tuple(followups)
+        self._background_weight = background_weight
         self._refs: References | None = None
         self._building: asyncio.Future[References] | None = None
 
@@ -167,7 +180,8 @@ class PromptScorer:
         texts = [t for group in positives for t in group]
         neg_texts = [t for group in negatives for t in group]
         thresholds = tuple(i.threshold for i in self.instances)
-        background = background_prompts() if None in thresholds else []
+        weight = self._background_weight
+        background = background_prompts() if None in thresholds or weight else []
         extra = list(self._followups)
         vectors = await self._embedder.embed(texts + neg_texts + background + extra)
         if vectors.ndim != 2 or vectors.shape[0] != (len(texts) + len(neg_texts)
@@ -188,7 +202,7 @@ class PromptScorer:
             # Learning runs one scoring pass per example: off the event loop.
             thresholds=await asyncio.get_running_loop().run_in_executor(
                 None, complete, thresholds, refs, bounds,
-                matrix[own:ours], self._score_fn),
+                matrix[own:ours], self._score_fn, 0.0, weight),
             matrix=refs,
             bounds=bounds,
             negatives=np.ascontiguousarray(matrix[len(texts):own]) if neg_texts else None,
@@ -201,6 +215,8 @@ class PromptScorer:
             followups=np.ascontiguousarray(matrix[ours:]) if extra else None,
             followup_norm=segment_sum_norms(matrix[ours:], [0, len(extra)]) if extra else None,
             followup_bias=bias,
+            background=np.ascontiguousarray(matrix[own:ours]) if weight else None,
+            background_weight=weight,
         )
 
     def _score_fn(self, prompts: np.ndarray, refs: np.ndarray, bounds: np.ndarray
