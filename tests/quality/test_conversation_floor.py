@@ -1,4 +1,4 @@
-"""Floors on `context: conversation` over the held-out conversation files (skipped without CLINC150).
+"""Floors on `context: conversation` over the held-out conversation files (needs CLINC150).
 
 The route is the CLINC150 one the docs measure on (k=16, the converter's
 defaults, `context: conversation` with the default knobs), run on the local
