@@ -35,8 +35,8 @@ DOMAINS = ("banking", "credit_cards", "kitchen_and_dining", "home", "auto_and_co
 # (pattern, turns, how many): P a CLINC prompt, F a follow-up, S a prompt of
 # another domain. The label is the domain of the last P or S.
 PATTERNS = (("PF", 200), ("PS", 200), ("PFF", 150), ("PFS", 150), ("PSF", 100))
-# test2.jsonl: more three-turn follow-ups, so that after dropping conversations whose
-# prompts fail alone at least 150 remain at each length, and at least 200 switches.
+# test2.jsonl: more three-turn follow-ups, so that at least 150 follow-up conversations
+# of each length remain after dropping those whose prompts fail alone; 300 switches.
 PATTERNS_TEST2 = (("PF", 200), ("PS", 150), ("PFF", 200), ("PFS", 150), ("PSF", 100))
 
 
