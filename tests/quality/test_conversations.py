@@ -63,6 +63,9 @@ def test_test2_shares_no_prompt_and_no_follow_up_with_the_other_files() -> None:
         prompts, followups = user_turns(DATA / f"{name}.jsonl")
         assert not test2_prompts & prompts and not test2_followups & followups
     assert not test2_followups & shipped and len(test2_followups) >= 60
+    probe = {line for line in (DATA / "followups_probe_tune.txt").read_text().splitlines()
+             if line and not line.startswith("#")}
+    assert not probe & (shipped | test2_followups | user_turns(DATA / "test.jsonl")[1])
 
 
 def test_a_line_without_its_conversation_fields_is_refused() -> None:
