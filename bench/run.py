@@ -537,7 +537,8 @@ def main() -> None:
     ap.add_argument("--streams", type=int, help="SSE streams per target per round (default 5)")
     ap.add_argument("--threads", type=int, default=int(os.environ.get("WRK_THREADS", "1")),
                     help="wrk threads (default 1, or $WRK_THREADS)")
-    ap.add_argument("--no-micro", action="store_true", help="skip routing_micro.py")
+    ap.add_argument("--no-micro", action="store_true",
+                    help="skip routing_micro.py and request_costs.py")
     ap.add_argument("--only", nargs="+", metavar="KEY",
                     help="run only these scenarios (relay always runs), e.g. sem-acc-miss")
     ap.add_argument("--out", default=str(HERE / "results.md"))
@@ -701,16 +702,24 @@ def run_all(args, procs: Procs, tmp: Path, rounds: int, duration: float, warm: f
 
 
 def run_micro(quick: bool) -> str:
-    argv = [PY, str(HERE / "routing_micro.py"), "--markdown"] + (["--quick"] if quick else [])
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
-    print("routing micro-benchmark ...", flush=True)
-    try:
-        res = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900)
-    except subprocess.TimeoutExpired:
-        return "Routing micro-benchmark: skipped (timed out).\n"
-    if res.returncode != 0:
-        return f"Routing micro-benchmark: skipped ({res.stderr.strip()[-300:]}).\n"
-    return res.stdout
+    """The two in-process benchmarks: a routing decision alone, and the cost of each part of
+    semproxy's own request path (`request_costs.py`)."""
+    parts = []
+    for script, extra in (("routing_micro.py", ["--quick"] if quick else []),
+                          ("request_costs.py", ["--iters", "300"] if quick else [])):
+        argv = [PY, str(HERE / script), "--markdown", *extra]
+        env = {**os.environ, "PYTHONPATH": str(SRC)}
+        print(f"{script} ...", flush=True)
+        try:
+            res = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900)
+        except subprocess.TimeoutExpired:
+            parts.append(f"{script}: skipped (timed out).\n")
+            continue
+        if res.returncode != 0:
+            parts.append(f"{script}: skipped ({res.stderr.strip()[-300:]}).\n")
+            continue
+        parts.append(res.stdout)
+    return "\n\n".join(p.strip() for p in parts)
 
 
 def write_report(path: Path, rep: dict, micro: str, command: str, started_at: str,
@@ -824,7 +833,8 @@ def write_report(path: Path, rep: dict, micro: str, command: str, started_at: st
                      f"| {fmt(g[2] - d[2], 3)} | {fmt(g[3] - d[3], 3)} |")
     else:
         lines.append(f"| gateway | {rep['stream_skip']} ||||||")
-    lines += ["", "## Routing decision alone", "", micro.strip(), ""]
+    lines += ["", "## Routing decision alone, and semproxy's own code per request", "",
+              micro.strip(), ""]
     path.write_text("\n".join(lines))
 
 
