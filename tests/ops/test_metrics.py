@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 from tests.conftest import chat, instance, route_config
-from tests.fakes import FakeEmbeddings, FakeLLM
+from tests.fakes import FakeAnthropic, FakeEmbeddings, FakeLLM
 
 from .conftest import ServeFactory, sample, scrape, with_admin
 
@@ -125,3 +125,24 @@ async def test_a_concurrent_decision_cache_hit_is_credited_to_its_own_request(
     m = await scrape(http, served.admin)
     assert sample(m, "semproxy_semantic_decision_cache_total", route="sem", result="hit") == 1
     assert sample(m, "semproxy_semantic_decision_cache_total", route="sem", result="miss") == 2
+
+
+async def test_tokens_of_a_streamed_anthropic_answer_count_input_and_output(
+        serve_file: ServeFactory, http: aiohttp.ClientSession) -> None:
+    # A native Messages stream gives its input count inside `message_start`'s message and
+    # its output count in `message_delta`: both reach the token metrics, whichever client
+    # protocol asked.
+    async with FakeAnthropic("claude") as claude:
+        inst = {"name": "c", "provider": "anthropic-messages", "weight": 1,
+                "options": {"model": "claude-x"}, "override": {"endpoint": claude.url}}
+        served = await serve_file(with_admin(route_config([inst], route_id="na", uri="/v1/*")))
+        asks = (("/v1/messages", {"model": "m", "max_tokens": 9, "stream": True,
+                                  "messages": [{"role": "user", "content": "hi"}]}),
+                (CHAT, chat("hello", stream=True)))
+        for path, body in asks:
+            async with http.post(served.url + path, json=body) as resp:
+                assert resp.status == 200
+                await resp.read()
+        m = await scrape(http, served.admin)
+    assert sample(m, "semproxy_tokens_total", route="na", instance="c", kind="prompt") == 14
+    assert sample(m, "semproxy_tokens_total", route="na", instance="c", kind="completion") == 6

@@ -108,7 +108,15 @@ def usage_from_body(body: bytes) -> dict[str, int] | None:
         data = orjson.loads(body)
     except orjson.JSONDecodeError:
         return None
-    return _usage(data.get("usage") if isinstance(data, dict) else None)
+    if not isinstance(data, dict):
+        return None
+    usage = data.get("usage")
+    message = data.get("message")
+    if usage is None and isinstance(message, dict):
+        # Anthropic's `message_start` event carries the input count inside its message;
+        # `message_delta` brings the output count at the top level later.
+        usage = message.get("usage")
+    return _usage(usage)
 
 
 class StreamUsage:
