@@ -6,7 +6,10 @@
 
 Writes tune.jsonl (CLINC train + val prompts, one half of the follow-ups and
 answers) and test.jsonl (CLINC test prompts, the other half) into
-tests/quality/data/conversations, so tuning never sees test material. Seeded:
+tests/quality/data/conversations, so tuning never sees test material. With
+--test2 it writes test2.jsonl instead, a second held-out file: CLINC test
+prompts that test.jsonl does not use, follow-ups of their own
+(followups_test2.txt) and the test half of the answers. Seeded:
 the same inputs and seed give byte-identical files. CLINC150: Larson et al.
 2019, CC BY 3.0 (github.com/clinc/oos-eval, data/data_full.json).
 
@@ -32,6 +35,9 @@ DOMAINS = ("banking", "credit_cards", "kitchen_and_dining", "home", "auto_and_co
 # (pattern, turns, how many): P a CLINC prompt, F a follow-up, S a prompt of
 # another domain. The label is the domain of the last P or S.
 PATTERNS = (("PF", 200), ("PS", 200), ("PFF", 150), ("PFS", 150), ("PSF", 100))
+# test2.jsonl: more three-turn follow-ups, so that at least 150 follow-up conversations
+# of each length remain after dropping those whose prompts fail alone; 300 switches.
+PATTERNS_TEST2 = (("PF", 200), ("PS", 150), ("PFF", 200), ("PFS", 150), ("PSF", 100))
 
 
 def read_lines(path: Path) -> list[str]:
@@ -113,9 +119,10 @@ class ConversationBuilder:
                 "turns": len(pattern), "user_labels": labels}
 
 
-def conversations(builder: ConversationBuilder, rng: random.Random) -> list[dict[str, Any]]:
+def conversations(builder: ConversationBuilder, rng: random.Random,
+                  patterns: tuple[tuple[str, int], ...] = PATTERNS) -> list[dict[str, Any]]:
     rows = []
-    for pattern, count in PATTERNS:
+    for pattern, count in patterns:
         firsts = [DOMAINS[i % len(DOMAINS)] for i in range(count)]
         rng.shuffle(firsts)
         rows += [builder.build(pattern, first) for first in firsts]
@@ -128,6 +135,28 @@ def write(rows: list[dict[str, Any]], path: Path) -> None:
                     encoding="utf-8")
 
 
+def used_prompts(path: Path) -> set[str]:
+    """The CLINC prompts (user turns with a label) of a conversation file."""
+    used: set[str] = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        users = [m["content"] for m in row["messages"] if m["role"] == "user"]
+        used.update(t for t, label in zip(users, row["user_labels"], strict=True) if label)
+    return used
+
+
+def write_test2(args: argparse.Namespace, test_pool: dict[str, list[str]],
+                answers: dict[str, list[str]]) -> None:
+    """test2.jsonl: test prompts unused by test.jsonl, its own follow-ups."""
+    used = used_prompts(args.out / "test.jsonl")
+    pool = {d: [t for t in texts if t not in used] for d, texts in test_pool.items()}
+    rng = random.Random(f"{args.seed}-test2")
+    followups = read_lines(args.out / "followups_test2.txt")
+    rows = conversations(ConversationBuilder(rng, pool, followups, answers), rng, PATTERNS_TEST2)
+    write(rows, args.out / "test2.jsonl")
+    print(f"test2.jsonl: {len(rows)} conversations, {len(followups)} follow-ups")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--train-val", required=True, type=Path,
@@ -136,12 +165,17 @@ def main() -> None:
                         help="CLINC150 data/data_full.json (its test split)")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--seed", type=int, default=16)
+    parser.add_argument("--test2", action="store_true",
+                        help="write only test2.jsonl (a second held-out file)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     followups = halves(read_lines(args.out / "followups.txt"), rng)
     answers = answer_halves(args.out / "answers.txt", rng)
     pools = prompt_pools(json.loads(args.train_val.read_text()),
                          json.loads(args.full.read_text()))
+    if args.test2:
+        write_test2(args, pools[1], answers[1])
+        return
     for half, name in enumerate(("tune", "test")):
         file_rng = random.Random(f"{args.seed}-{name}")
         builder = ConversationBuilder(file_rng, pools[half], followups[half], answers[half])

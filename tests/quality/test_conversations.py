@@ -34,7 +34,7 @@ def user_turns(path: Path) -> tuple[set[str], set[str]]:
     return prompts, followups
 
 
-@pytest.mark.parametrize("name", ["tune", "test"])
+@pytest.mark.parametrize("name", ["tune", "test", "test2"])
 def test_each_file_has_both_kinds_at_two_and_three_turns(name: str) -> None:
     convs = load_conversations(DATA / f"{name}.jsonl")
     assert len(convs) >= 600
@@ -53,6 +53,19 @@ def test_tune_and_test_share_no_prompt_and_no_follow_up() -> None:
     assert not tune_prompts & test_prompts
     assert not tune_followups & test_followups
     assert len(tune_followups) + len(test_followups) >= 60
+
+
+def test_test2_shares_no_prompt_and_no_follow_up_with_the_other_files() -> None:
+    test2_prompts, test2_followups = user_turns(DATA / "test2.jsonl")
+    shipped = {line.strip() for line in (Path(__file__).parents[2] / "src/semproxy/semantic"
+                                         / "followups.txt").read_text().splitlines()}
+    for name in ("tune", "test"):
+        prompts, followups = user_turns(DATA / f"{name}.jsonl")
+        assert not test2_prompts & prompts and not test2_followups & followups
+    assert not test2_followups & shipped and len(test2_followups) >= 60
+    probe = {line for line in (DATA / "followups_probe_tune.txt").read_text().splitlines()
+             if line and not line.startswith("#")}
+    assert not probe & (shipped | test2_followups | user_turns(DATA / "test.jsonl")[1])
 
 
 def test_a_line_without_its_conversation_fields_is_refused() -> None:
