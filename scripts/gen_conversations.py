@@ -9,7 +9,8 @@ answers) and test.jsonl (CLINC test prompts, the other half) into
 tests/quality/data/conversations, so tuning never sees test material. With
 --test2 it writes test2.jsonl instead, a second held-out file: CLINC test
 prompts that test.jsonl does not use, follow-ups of their own
-(followups_test2.txt) and the test half of the answers. Seeded:
+(followups_test2.txt) and the test half of the answers; --test3 likewise
+writes test3.jsonl (prompts neither uses, followups_test3.txt). Seeded:
 the same inputs and seed give byte-identical files. CLINC150: Larson et al.
 2019, CC BY 3.0 (github.com/clinc/oos-eval, data/data_full.json).
 
@@ -38,6 +39,9 @@ PATTERNS = (("PF", 200), ("PS", 200), ("PFF", 150), ("PFS", 150), ("PSF", 100))
 # test2.jsonl: more three-turn follow-ups, so that at least 150 follow-up conversations
 # of each length remain after dropping those whose prompts fail alone; 300 switches.
 PATTERNS_TEST2 = (("PF", 200), ("PS", 150), ("PFF", 200), ("PFS", 150), ("PSF", 100))
+# test3.jsonl: about 1,150 unused test prompts of the eight domains remain after test and
+# test2, so no P S F; >= 150 follow-ups of each length after filtering, 260 switches.
+PATTERNS_TEST3 = (("PF", 190), ("PS", 140), ("PFF", 200), ("PFS", 120))
 
 
 def read_lines(path: Path) -> list[str]:
@@ -84,14 +88,21 @@ class ConversationBuilder:
     """Draws prompts without replacement and follow-ups/answers from one half."""
 
     def __init__(self, rng: random.Random, prompts: dict[str, list[str]],
-                 followups: list[str], answers: dict[str, list[str]]) -> None:
+                 followups: list[str], answers: dict[str, list[str]],
+                 spare: dict[str, list[str]] | None = None) -> None:
         self.rng = rng
         self.prompts = {d: rng.sample(texts, len(texts)) for d, texts in prompts.items()}
         self.followups = followups
         self.answers = answers
+        # Drawn from only when a domain's own pool runs out (test3: prompts test/test2 use).
+        self.spare = {d: rng.sample(texts, len(texts)) for d, texts in (spare or {}).items()}
+        self.spare_used = 0
 
     def prompt(self, domain: str) -> str:
-        return self.prompts[domain].pop()
+        if self.prompts[domain] or domain not in self.spare:
+            return self.prompts[domain].pop()
+        self.spare_used += 1
+        return self.spare[domain].pop()
 
     def answer(self, domain: str) -> str:
         return self.rng.choice(self.answers["*"] + self.answers.get(domain, []))
@@ -157,6 +168,22 @@ def write_test2(args: argparse.Namespace, test_pool: dict[str, list[str]],
     print(f"test2.jsonl: {len(rows)} conversations, {len(followups)} follow-ups")
 
 
+def write_test3(args: argparse.Namespace, test_pool: dict[str, list[str]],
+                answers: dict[str, list[str]]) -> None:
+    """test3.jsonl: test prompts that neither test nor test2 uses (those two's prompts
+    only when a domain runs out), its own follow-ups."""
+    used = used_prompts(args.out / "test.jsonl") | used_prompts(args.out / "test2.jsonl")
+    pool = {d: [t for t in texts if t not in used] for d, texts in test_pool.items()}
+    spare = {d: [t for t in texts if t in used] for d, texts in test_pool.items()}
+    rng = random.Random(f"{args.seed}-test3")
+    followups = read_lines(args.out / "followups_test3.txt")
+    builder = ConversationBuilder(rng, pool, followups, answers, spare)
+    rows = conversations(builder, rng, PATTERNS_TEST3)
+    write(rows, args.out / "test3.jsonl")
+    print(f"test3.jsonl: {len(rows)} conversations, {len(followups)} follow-ups, "
+          f"{builder.spare_used} prompts shared with test/test2")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--train-val", required=True, type=Path,
@@ -167,6 +194,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=16)
     parser.add_argument("--test2", action="store_true",
                         help="write only test2.jsonl (a second held-out file)")
+    parser.add_argument("--test3", action="store_true",
+                        help="write only test3.jsonl (a third held-out file)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     followups = halves(read_lines(args.out / "followups.txt"), rng)
@@ -175,6 +204,9 @@ def main() -> None:
                          json.loads(args.full.read_text()))
     if args.test2:
         write_test2(args, pools[1], answers[1])
+        return
+    if args.test3:
+        write_test3(args, pools[1], answers[1])
         return
     for half, name in enumerate(("tune", "test")):
         file_rng = random.Random(f"{args.seed}-{name}")
