@@ -16,6 +16,7 @@ from tests.fakes import FakeEmbeddings
 from semproxy.config.loader import load_data
 from semproxy.quality.evaluate import evaluate
 from semproxy.quality.labelled import parse_item
+from semproxy.semantic.conversation import has_followup_cue
 from semproxy.semantic.explain import explain_with
 from semproxy.semantic.query import RoutingInput, earlier_turns
 from semproxy.semantic.router import router_for
@@ -192,3 +193,25 @@ async def test_an_instance_whose_examples_read_like_follow_ups_needs_a_clearer_t
         gw = await gateway(config)
         outcomes.append((await ask(http, gw, talk("write a python function", turn))).served_by)
     assert outcomes == ["code", "chat"]
+
+
+async def test_a_turn_worded_like_a_follow_up_needs_the_cue_margin_more_to_switch(
+    gateway: GatewayFactory, http: aiohttp.ClientSession, embed: FakeEmbeddings
+) -> None:
+    # Both turns score translate 0.72 and the follow-ups 0.70: 0.02 above them clears
+    # followup_margin -0.01, but not -0.01 + cue_margin 0.08 when the words point back.
+    cued, plain = "vec:0,0.6,0,0,0,0,0,0.58 do that too", "vec:0,0.6,0,0,0,0,0,0.58 do the thing"
+    gw = await gateway(conversation_config(embed.url))
+    off = await gateway(conversation_config(embed.url, cue_margin=0.0))
+    assert (await ask(http, gw, talk("write a python function", cued))).served_by == "code"
+    assert (await ask(http, gw, talk("write a python function", plain))).served_by == "translate"
+    assert (await ask(http, off, talk("write a python function", cued))).served_by == "translate"
+
+
+def test_follow_up_cues_are_words_and_openings_not_substrings() -> None:
+    assert has_followup_cue("could you do that for the car too")
+    assert has_followup_cue("And on monday?")
+    assert has_followup_cue("same for my sister as well")
+    # "thatched" holds "that", "item" holds "it", "android" opens with "and": no cue.
+    assert not has_followup_cue("how do I fix a thatched roof item on android")
+    assert not has_followup_cue("what is my bank balance")

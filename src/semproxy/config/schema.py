@@ -204,6 +204,9 @@ class Conversation(Strict):
     # (semantic/followups.txt, scored as one more instance); a turn below that
     # is a follow-up and never leads, whatever it scores.
     followup_margin: float = Field(default=-0.01, ge=-2.0, le=2.0)
+    # ...plus this much when the turn's wording points back at the conversation
+    # ("that", "too", "instead", a leading "and": semantic/conversation.py); 0: off.
+    cue_margin: float = Field(default=0.08, ge=0.0, le=2.0)
     # Longer user turns are pasted material (logs, files), not the user's words: skipped.
     max_turn_chars: int = Field(default=1000, ge=1, le=16384)
 

@@ -29,6 +29,8 @@ from semproxy.semantic.scorer import References
 
 Stage = Literal["fast", "strong", "shed", "strong_unavailable"]
 Scored = tuple[References, np.ndarray, np.ndarray | None]
+# Scored plus each row's score against the shipped follow-ups (None off conversations).
+Turned = tuple[References, np.ndarray, np.ndarray | None, np.ndarray | None]
 
 # Measured on CLINC150 (docs/en/routing-quality.md, "Accurate mode"): at these
 # values about 40% of prompts are re-scored and the cascade routes within half a
@@ -45,7 +47,7 @@ class Scorer(Protocol):
 
     async def references(self) -> References: ...
 
-    async def score_many(self, texts: Sequence[str]) -> Scored: ...
+    async def score_turns(self, texts: Sequence[str]) -> Turned: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,15 +100,20 @@ class CascadeScorer:
 
     async def score(self, text: str) -> tuple[Scored, Stage]:
         """One prompt (the gateway): `(n=1, n_instances)` scores and the stage that decided."""
-        fast = await self.fast.score_many((text,))
-        refs, scores, _ = fast
+        (refs, scores, negative, _), stage = await self.score_turn(text)
+        return (refs, scores, negative), stage
+
+    async def score_turn(self, text: str) -> tuple[Turned, Stage]:
+        """`score`, plus the follow-up score of the stage that decided (conversations)."""
+        fast = await self.fast.score_turns((text,))
+        refs, scores = fast[0], fast[1]
         if not self.rule.ambiguous(scores, refs.thresholds)[0]:
             return fast, "fast"
         if self.strong.current is None:
             self._warm_strong()
             return fast, "strong_unavailable"
         try:
-            return await self.strong.score_many((text,)), "strong"
+            return await self.strong.score_turns((text,)), "strong"
         except EmbeddingError as exc:
             return fast, "shed" if exc.reason == "strong_shed" else "strong_unavailable"
 
@@ -117,23 +124,37 @@ class CascadeScorer:
         Thresholds differ by stage, so callers decide row by row with the
         references of that row's stage: `refs_for(stage)`.
         """
-        refs, scores, negative = await self.fast.score_many(texts)
+        (refs, scores, negative, _), stages = await self.score_turns(texts)
+        return (refs, scores, negative), stages
+
+    async def score_turns(self, texts: Sequence[str]) -> tuple[Turned, list[Stage]]:
+        """`score_many`, plus each row's follow-up score from the stage that scored it."""
+        refs, scores, negative, generic = await self.fast.score_turns(texts)
         stages: list[Stage] = ["fast"] * len(texts)
         redo = np.flatnonzero(self.rule.ambiguous(scores, refs.thresholds)).tolist()
         if redo:
-            _, strong_scores, strong_negative = await self.strong.score_many(
+            _, strong_scores, strong_negative, strong_generic = await self.strong.score_turns(
                 [texts[i] for i in redo])
             scores = scores.copy()
             scores[redo] = strong_scores
-            if negative is not None and strong_negative is not None:
-                negative = negative.copy()
-                negative[redo] = strong_negative
+            negative = _patched(negative, strong_negative, redo)
+            generic = _patched(generic, strong_generic, redo)
             for i in redo:
                 stages[i] = "strong"
-        return (refs, scores, negative), stages
+        return (refs, scores, negative, generic), stages
 
     def refs_for(self, stage: Stage) -> References | None:
         return self.strong.current if stage == "strong" else self.fast.current
+
+
+def _patched(rows: np.ndarray | None, strong: np.ndarray | None, redo: list[int]
+             ) -> np.ndarray | None:
+    """`rows` with the re-scored ones replaced by the strong stage's values."""
+    if rows is None or strong is None:
+        return rows
+    rows = rows.copy()
+    rows[redo] = strong
+    return rows
 
 
 def _consume(task: asyncio.Future[References]) -> None:

@@ -160,15 +160,7 @@ class SemanticRouter:
 
     async def _score(self, texts: Sequence[str]) -> dict[str, conversation.Turn]:
         """Each text scored and decided on its own, with one embedding call; remembered."""
-        if self.cascade is None:
-            refs, scores, negative, generic = await self.scorer.score_turns(texts)
-            out = self._own_turns(texts, scores, negative, generic, [refs.thresholds] * len(texts),
-                                  refs.followup_bias)
-        else:
-            # The cascade scores with the stage each text needs; the follow-up check is
-            # a fast-model measure, so it is not applied to these turns.
-            scores, negative, thresholds = await self._score_rows(texts)
-            out = self._own_turns(texts, scores, negative, None, thresholds)
+        out = self._own_turns(texts, *await self._score_turns(texts))
         # Remembered against the fast stage's references, which both stages' live as long as.
         current = self.scorer.current
         if current is not None:
@@ -176,20 +168,39 @@ class SemanticRouter:
                 self._remember(text, current, turn)
         return out
 
+    async def _score_turns(self, texts: Sequence[str]) -> tuple[
+            np.ndarray, np.ndarray | None, np.ndarray | None, list[References]]:
+        """Scores, negatives, follow-up scores and each row's references (those of the
+        stage that scored it: thresholds and cosine scales differ between models)."""
+        if self.cascade is None:
+            refs, scores, negative, generic = await self.scorer.score_turns(texts)
+            return scores, negative, generic, [refs] * len(texts)
+        if len(texts) == 1:  # one request's turn: the cascade's bounded, shedding path
+            (refs, scores, negative, generic), stage = await self.cascade.score_turn(texts[0])
+            self.stages[stage] += 1
+            return scores, negative, generic, [self.cascade.refs_for(stage) or refs]
+        (refs, scores, negative, generic), stages = await self.cascade.score_turns(texts)
+        return scores, negative, generic, [self.cascade.refs_for(s) or refs for s in stages]
+
     def _own_turns(self, texts: Sequence[str], scores: np.ndarray, negative: np.ndarray | None,
-                   generic: np.ndarray | None, thresholds: Sequence[tuple[float, ...]],
-                   bias: np.ndarray | None = None) -> dict[str, conversation.Turn]:
-        """Each text's own decision (with the thresholds of the stage that scored it: cosine
-        scales differ between models), its scores and its closeness to the follow-ups (plus
-        its pick's `References.followup_bias`)."""
+                   generic: np.ndarray | None, refs: Sequence[References]
+                   ) -> dict[str, conversation.Turn]:
+        """Each text's own decision (with the thresholds of the stage that scored it), its
+        scores and its closeness to the follow-ups, plus its pick's `followup_bias` and,
+        when its wording carries a follow-up cue, the route's `cue_margin`."""
         out: dict[str, conversation.Turn] = {}
+        settings = self.spec.conversation
         for row, text in enumerate(texts):
             decision = self.decide(scores[row], None if negative is None else negative[row],
-                                   thresholds[row])
+                                   refs[row].thresholds)
             near = None if generic is None else float(generic[row])
+            bias = refs[row].followup_bias
             slot = self._index.get(decision.pick)
             if near is not None and bias is not None and slot is not None:
                 near += float(bias[slot])
+            if near is not None and settings is not None and settings.cue_margin \
+                    and conversation.has_followup_cue(text):
+                near += settings.cue_margin
             out[text] = (decision, scores[row], near)
         return out
 
@@ -200,21 +211,8 @@ class SemanticRouter:
 
         Under `model: accurate` the ambiguous rows hold the strong model's scores.
         """
-        scores, negative, _ = await self._score_rows(texts)
+        scores, negative, _, _ = await self._score_turns(texts)
         return scores, negative
-
-    async def _score_rows(self, texts: Sequence[str]
-                          ) -> tuple[np.ndarray, np.ndarray | None, list[tuple[float, ...]]]:
-        """Scores, negatives, and each row's thresholds (those of the stage that scored it)."""
-        if self.cascade is None:
-            refs, scores, negative = await self.scorer.score_many(texts)
-            return scores, negative, [refs.thresholds] * len(texts)
-        if len(texts) == 1:  # one request's turn: the cascade's bounded, shedding path
-            (refs, scores, negative), stage = await self.cascade.score(texts[0])
-            self.stages[stage] += 1
-            return scores, negative, [(self.cascade.refs_for(stage) or refs).thresholds]
-        (refs, scores, negative), stages = await self.cascade.score_many(texts)
-        return scores, negative, [(self.cascade.refs_for(s) or refs).thresholds for s in stages]
 
     async def route_many(self, queries: Sequence[RoutingInput]) -> list[Decision]:
         """`route` for many inputs with one embedding call, without the cache.
@@ -225,14 +223,7 @@ class SemanticRouter:
         """
         turns = [self._turns(q) for q in queries]
         texts = list(dict.fromkeys(t for ts in turns for t in ts if t))
-        own: dict[str, conversation.Turn] = {}
-        if texts:
-            if self.cascade is None:
-                refs, scores, negative, generic = await self.scorer.score_turns(texts)
-                rows, bias = [refs.thresholds] * len(texts), refs.followup_bias
-            else:
-                (scores, negative, rows), generic, bias = await self._score_rows(texts), None, None
-            own = self._own_turns(texts, scores, negative, generic, rows, bias)
+        own = self._own_turns(texts, *await self._score_turns(texts)) if texts else {}
         return [self._conversation([own[t] for t in ts]) if ts and ts[-1]
                 else fallback(self.spec.catchall, NO_USER_TEXT) for ts in turns]
 
@@ -255,9 +246,10 @@ def open_router(route: RouteSpec, embedder: Embedder, strong: Embedder | None = 
                         spec.background_weight)
     # The strong stage never centres: centring corrects the common component of
     # averaged word vectors, and measured worse on MiniLM's vectors. Nor does it take
-    # background_weight, which was measured on the fast model's scores only.
+    # background_weight, which was measured on the fast model's scores only. It embeds
+    # the follow-ups too, so a turn it decides is checked against its own view of them.
     cascade = None if strong is None else CascadeScorer(
-        fast, PromptScorer(instances, strong, spec.aggregation, spec.k))
+        fast, PromptScorer(instances, strong, spec.aggregation, spec.k, followups=followups))
     return SemanticRouter(route.id, spec, fast, cascade)
 
 
