@@ -295,6 +295,11 @@ NOTES: dict[str, tuple[str, str]] = {
                                      "一轮只有在对自己首选实例的得分比 semproxy 自带的无主题"
                                      "追问语句（作为一个额外实例打分）高出该值时才能主导；"
                                      "否则视为追问。"),
+    "Conversation.cue_margin": ("Added to `followup_margin` for a turn whose wording points "
+                                "back at the conversation (\"that\", \"too\", \"instead\", a "
+                                "leading \"and\"); 0 turns the cue off.",
+                                "措辞指回对话的一轮（“that”“too”“instead”、以“and”开头等）"
+                                "须在 `followup_margin` 之上再高出该值；0 表示关闭。"),
     "Conversation.max_turn_chars": ("Longer user turns (pasted logs, files) are skipped.",
                                     "超过该长度的用户轮次（粘贴的日志、文件）被跳过。"),
     # Embeddings
