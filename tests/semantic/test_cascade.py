@@ -6,9 +6,13 @@ import asyncio
 from collections.abc import Sequence
 
 import numpy as np
+from tests.conftest import route_config
 
+from semproxy.config.loader import load_data
 from semproxy.embeddings.strong import StrongEmbedder, StrongWorker
 from semproxy.semantic.cascade import CascadeRule, CascadeScorer
+from semproxy.semantic.query import RoutingInput
+from semproxy.semantic.router import open_router
 from semproxy.semantic.scorer import PromptScorer, ScoredInstance
 
 
@@ -101,4 +105,31 @@ async def test_offline_scoring_re_scores_the_ambiguous_rows_in_one_batch() -> No
     assert stages == ["fast", "strong", "fast", "strong"]
     assert strong_model.calls[-1] == ["vague b", "vague d"]
     assert scores.argmax(axis=1).tolist() == [0, 1, 1, 1]
+    await worker.aclose()
+
+
+async def test_under_the_cascade_a_turn_the_strong_model_decides_is_checked_against_the_follow_ups(
+) -> None:
+    # "something vague" ties under the fast model, so MiniLM's stand-in re-scores it:
+    # "why" 0.98, "ex" 0.2. Its view of the shipped follow-ups (all unknown words, the
+    # same blend) scores 1.0, so the turn reads as a follow-up and the conversation stays
+    # on "ex". A clear "y" turn, decided by the fast model, still moves it.
+    fast = KeywordEmbedder("fast", (0.7, 0.7))
+    strong_model = KeywordEmbedder("strong", (0.2, 0.98))
+    worker = StrongWorker(lambda: strong_model.embed_blocking)
+    instances = [{"name": n, "provider": "echo", "weight": 1, "options": {"model": n},
+                  "examples": [n[-1]]}
+                 for n in ("ex", "why")]
+    config = load_data(route_config(instances, balancer={
+        "algorithm": "semantic", "threshold": 0.5, "context": "conversation"},
+        embeddings={"provider": "local"}), {})
+    router = open_router(config.routes[0], fast,  # type: ignore[arg-type]
+                         StrongEmbedder(worker, "strong"))
+    await router.references()
+    await asyncio.sleep(0.2)  # the strong references build in the background
+    vague = (await router.route(RoutingInput("something vague", ("x marks the spot",)))).decision
+    clear = (await router.route(RoutingInput("y sure", ("x marks the spot",)))).decision
+    assert ["something vague"] in strong_model.calls  # the strong stage scored it
+    assert (vague.pick, vague.context) == ("ex", (1.0, 0.0))
+    assert (clear.pick, clear.context) == ("why", (0.0, 1.0))
     await worker.aclose()

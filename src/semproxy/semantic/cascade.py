@@ -138,7 +138,9 @@ class CascadeScorer:
             scores = scores.copy()
             scores[redo] = strong_scores
             negative = _patched(negative, strong_negative, redo)
-            generic = _patched(generic, strong_generic, redo)
+            # A stage without follow-ups leaves its rows unchecked (NaN), never the fast
+            # model's follow-up score next to the strong model's scores.
+            generic = _patched(generic, strong_generic, redo, np.nan)
             for i in redo:
                 stages[i] = "strong"
         return (refs, scores, negative, generic), stages
@@ -147,13 +149,14 @@ class CascadeScorer:
         return self.strong.current if stage == "strong" else self.fast.current
 
 
-def _patched(rows: np.ndarray | None, strong: np.ndarray | None, redo: list[int]
-             ) -> np.ndarray | None:
-    """`rows` with the re-scored ones replaced by the strong stage's values."""
-    if rows is None or strong is None:
+def _patched(rows: np.ndarray | None, strong: np.ndarray | None, redo: list[int],
+             missing: float | None = None) -> np.ndarray | None:
+    """`rows` with the re-scored ones replaced by the strong stage's values (or by
+    `missing` when that stage has none; None: kept)."""
+    if rows is None or (strong is None and missing is None):
         return rows
-    rows = rows.copy()
-    rows[redo] = strong
+    rows = rows.astype(np.float64) if missing is not None else rows.copy()
+    rows[redo] = strong if strong is not None else missing
     return rows
 
 
