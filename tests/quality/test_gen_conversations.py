@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
 
 from scripts import gen_conversations as gen
@@ -56,3 +57,33 @@ def test_halves_are_disjoint_and_seeded() -> None:
     first, second = gen.halves(FOLLOWUPS, random.Random(1))
     assert sorted(first + second) == sorted(FOLLOWUPS) and not set(first) & set(second)
     assert (first, second) == gen.halves(list(reversed(FOLLOWUPS)), random.Random(1))
+
+
+def test_a_domain_that_runs_out_draws_from_the_spare_pool_and_counts_it() -> None:
+    rng = random.Random("s")
+    own = {d: [f"{d} prompt {i}" for i in range(2)] for d in gen.DOMAINS}
+    spare = {d: [f"{d} prompt {i}" for i in range(100, 110)] for d in gen.DOMAINS}
+    builder = gen.ConversationBuilder(rng, own, FOLLOWUPS, ANSWERS, spare)
+    drawn = [builder.prompt("travel") for _ in range(5)]
+    assert sorted(drawn[:2]) == ["travel prompt 0", "travel prompt 1"]
+    assert all(int(t.rsplit(" ", 1)[1]) >= 100 for t in drawn[2:]) and builder.spare_used == 3
+
+
+DATA = Path(__file__).parent / "data/conversations"
+
+
+def _lines(name: str) -> set[str]:
+    return {line.strip().lower() for line in (DATA / name).read_text().splitlines()
+            if line.strip() and not line.startswith("#")}
+
+
+def test_the_third_held_out_file_shares_no_prompt_or_follow_up_with_the_others() -> None:
+    ours = gen.used_prompts(DATA / "test3.jsonl")
+    for other in ("tune.jsonl", "test.jsonl", "test2.jsonl"):
+        assert not ours & gen.used_prompts(DATA / other), other
+    written = _lines("followups_test3.txt")
+    shipped = Path(__file__).parents[2] / "src/semproxy/semantic/followups.txt"
+    others = (_lines("followups.txt") | _lines("followups_test2.txt")
+              | _lines("followups_probe_tune.txt")
+              | {t.strip().lower() for t in shipped.read_text().splitlines() if t.strip()})
+    assert len(written) >= 80 and not written & others
