@@ -14,6 +14,7 @@ import pytest
 from tests.conftest import GatewayFactory, chat, instance, route_config
 
 from semproxy.embeddings import minilm_onnx
+from semproxy.semantic.explain import explain_with
 from semproxy.semantic.query import RoutingInput
 
 from .conftest import ask
@@ -78,3 +79,24 @@ async def test_a_repeated_prompt_is_answered_from_the_decision_cache(
     assert (first.cached, again.cached) == (False, True)
     assert again.decision is first.decision
     assert sum(router.stages.values()) == 2  # the repeat never reached the scorers
+
+
+async def test_explain_shows_the_thresholds_of_the_stage_that_decided(
+    gateway: GatewayFactory, http: aiohttp.ClientSession
+) -> None:
+    gw = await gateway(accurate_route())
+    await _settled(http, gw)
+    router = gw.gateway.table.routes[0].semantic
+    strong = dict(zip(router.names, router.cascade.strong.current.thresholds, strict=True))
+    fast = dict(zip(router.names, router.cascade.fast.current.thresholds, strict=True))
+    seen = set()
+    for prompt in ("i think someone stole my debit card number", "how do i make pancakes",
+                   "who won the chess world championship in 1972", "money for dinner",
+                   "is my paycheck in my checking account yet", "what should i cook tonight"):
+        before = router.stages.copy()
+        explained = await explain_with(router, RoutingInput(prompt))
+        stage = next(iter(router.stages - before))
+        shown = {row["instance"]: row["threshold"] for row in explained["scores"]}
+        assert shown == (strong if stage == "strong" else fast), (prompt, stage)
+        seen.add(stage)
+    assert seen == {"fast", "strong"}  # both stages decided some of the prompts

@@ -36,6 +36,10 @@ class Decision:
     ranking: tuple[tuple[str, float], ...] = ()
     # `context: conversation`: each user turn's weight, oldest first (empty otherwise).
     context: tuple[float, ...] = ()
+    # The thresholds the decision was made with, in the router's instance order (empty
+    # when nothing was scored). Under `model: accurate` with `threshold: auto` they are
+    # those of the stage that scored the prompt, which differ between the two models.
+    thresholds: tuple[float, ...] = ()
 
     @property
     def matched(self) -> bool:
@@ -82,13 +86,14 @@ def decide(
     equally close to two specialists is usually about neither.
     """
     cleared, ranking = rank(names, scores, thresholds)
+    used = tuple(thresholds)
     if negative is not None:
         vetoed = {n for n, neg, pos in zip(names, negative, scores, strict=True) if neg >= pos}
         cleared = [(n, sc) for n, sc in cleared if n not in vetoed]
     ranked = tuple(ranking)
     if not cleared:
-        return Decision(pick=catchall, reason=BELOW_THRESHOLD, ranking=ranked)
+        return Decision(pick=catchall, reason=BELOW_THRESHOLD, ranking=ranked, thresholds=used)
     if min_margin > 0 and margin(ranking) < min_margin and cleared[0][0] == ranking[0][0]:
-        return Decision(pick=catchall, reason=LOW_MARGIN, ranking=ranked)
+        return Decision(pick=catchall, reason=LOW_MARGIN, ranking=ranked, thresholds=used)
     return Decision(pick=cleared[0][0], reason=MATCHED,
-                    cleared=tuple(n for n, _ in cleared), ranking=ranked)
+                    cleared=tuple(n for n, _ in cleared), ranking=ranked, thresholds=used)

@@ -18,7 +18,9 @@ from semproxy.semantic.similarity import margin
 async def explain_with(router: SemanticRouter, query: RoutingInput) -> dict[str, Any]:
     """The decision a request with this input gets, with every score and threshold."""
     decision = (await router.route(query)).decision
-    thresholds = dict(zip(router.names, router.thresholds, strict=True))
+    # The thresholds this decision was made with: under `model: accurate` with
+    # `threshold: auto` the strong stage has its own, learned on its own cosines.
+    thresholds = dict(zip(router.names, decision.thresholds or router.thresholds, strict=True))
     gap = margin(list(decision.ranking))
     return {
         "route": router.route_id,
