@@ -215,3 +215,7 @@ def test_follow_up_cues_are_words_and_openings_not_substrings() -> None:
     # "thatched" holds "that", "item" holds "it", "android" opens with "and": no cue.
     assert not has_followup_cue("how do I fix a thatched roof item on android")
     assert not has_followup_cue("what is my bank balance")
+    # Openings count as whole words only.
+    assert has_followup_cue("ok, and for tomorrow") and has_followup_cue("hmm why")
+    assert not has_followup_cue("okra recipes for dinner")
+    assert not has_followup_cue("sofa prices near me") and not has_followup_cue("butter chicken")

@@ -49,15 +49,16 @@ CUE_WORDS = frozenset((
     "that", "this", "it", "its", "those", "these", "them", "they", "same", "too", "also",
     "again", "instead", "else", "other", "another", "either", "then", "more", "less",
     "shorter", "longer", "simpler"))
-CUE_OPENINGS = ("and ", "but ", "so ", "ok", "okay", "what about", "how about", "what if",
-                "then ", "alright", "hm", "wait")
+# Openings, as whole words: "ok, and for tomorrow" is one, "okra recipes" is not.
+_OPENING = re.compile(r"(?:and|but|so|ok|okay|then|alright|hm+|wait|what about|how about"
+                      r"|what if)\b")
 _WORD = re.compile(r"[a-z']+")
 
 
 def has_followup_cue(text: str) -> bool:
     """Whether a turn's wording points back at the conversation (see CUE_WORDS)."""
     lowered = text.lower().lstrip()
-    return (lowered.startswith(CUE_OPENINGS) or "as well" in lowered
+    return (_OPENING.match(lowered) is not None or "as well" in lowered
             or not CUE_WORDS.isdisjoint(_WORD.findall(lowered)))
 
 
