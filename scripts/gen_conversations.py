@@ -156,32 +156,30 @@ def used_prompts(path: Path) -> set[str]:
     return used
 
 
-def write_test2(args: argparse.Namespace, test_pool: dict[str, list[str]],
-                answers: dict[str, list[str]]) -> None:
-    """test2.jsonl: test prompts unused by test.jsonl, its own follow-ups."""
-    used = used_prompts(args.out / "test.jsonl")
-    pool = {d: [t for t in texts if t not in used] for d, texts in test_pool.items()}
-    rng = random.Random(f"{args.seed}-test2")
-    followups = read_lines(args.out / "followups_test2.txt")
-    rows = conversations(ConversationBuilder(rng, pool, followups, answers), rng, PATTERNS_TEST2)
-    write(rows, args.out / "test2.jsonl")
-    print(f"test2.jsonl: {len(rows)} conversations, {len(followups)} follow-ups")
+# The later held-out files: the files whose prompts each must avoid, its patterns, and
+# whether those prompts may still be drawn once a domain's unused ones run out.
+HELD_OUT = {
+    "test2": (("test",), PATTERNS_TEST2, False),
+    "test3": (("test", "test2"), PATTERNS_TEST3, True),
+}
 
 
-def write_test3(args: argparse.Namespace, test_pool: dict[str, list[str]],
-                answers: dict[str, list[str]]) -> None:
-    """test3.jsonl: test prompts that neither test nor test2 uses (those two's prompts
-    only when a domain runs out), its own follow-ups."""
-    used = used_prompts(args.out / "test.jsonl") | used_prompts(args.out / "test2.jsonl")
+def write_held_out(args: argparse.Namespace, name: str, test_pool: dict[str, list[str]],
+                   answers: dict[str, list[str]]) -> None:
+    """test2.jsonl or test3.jsonl: test prompts the earlier files do not use, and
+    follow-ups of its own (followups_<name>.txt)."""
+    after, patterns, reuse = HELD_OUT[name]
+    used = set().union(*(used_prompts(args.out / f"{f}.jsonl") for f in after))
     pool = {d: [t for t in texts if t not in used] for d, texts in test_pool.items()}
-    spare = {d: [t for t in texts if t in used] for d, texts in test_pool.items()}
-    rng = random.Random(f"{args.seed}-test3")
-    followups = read_lines(args.out / "followups_test3.txt")
+    spare = {d: [t for t in texts if t in used] for d, texts in test_pool.items()} \
+        if reuse else None
+    rng = random.Random(f"{args.seed}-{name}")
+    followups = read_lines(args.out / f"followups_{name}.txt")
     builder = ConversationBuilder(rng, pool, followups, answers, spare)
-    rows = conversations(builder, rng, PATTERNS_TEST3)
-    write(rows, args.out / "test3.jsonl")
-    print(f"test3.jsonl: {len(rows)} conversations, {len(followups)} follow-ups, "
-          f"{builder.spare_used} prompts shared with test/test2")
+    rows = conversations(builder, rng, patterns)
+    write(rows, args.out / f"{name}.jsonl")
+    print(f"{name}.jsonl: {len(rows)} conversations, {len(followups)} follow-ups, "
+          f"{builder.spare_used} prompts shared with {' and '.join(after)}")
 
 
 def main() -> None:
@@ -202,11 +200,8 @@ def main() -> None:
     answers = answer_halves(args.out / "answers.txt", rng)
     pools = prompt_pools(json.loads(args.train_val.read_text()),
                          json.loads(args.full.read_text()))
-    if args.test2:
-        write_test2(args, pools[1], answers[1])
-        return
-    if args.test3:
-        write_test3(args, pools[1], answers[1])
+    if args.test2 or args.test3:
+        write_held_out(args, "test2" if args.test2 else "test3", pools[1], answers[1])
         return
     for half, name in enumerate(("tune", "test")):
         file_rng = random.Random(f"{args.seed}-{name}")

@@ -18,6 +18,13 @@ from semproxy.server.run import RunningGateway
 CHAT = "/v1/chat/completions"
 SEMANTIC_HEADERS = ("X-AI-Semantic-Route", "X-AI-Semantic-Scores", "X-AI-Semantic-Reason",
                     "X-AI-Semantic-Picked-Instance")
+# Two everyday domains, five examples each as a user would write them (the in-process
+# model's routes: threshold: auto and model: accurate).
+BANKING = ["what is my account balance", "transfer money to savings", "why was my card declined",
+           "report a fraudulent charge", "when is my credit card bill due"]
+COOKING = ["how long do i boil an egg", "give me a lasagna recipe",
+           "what can i use instead of butter", "how many calories are in rice",
+           "suggest a quick vegetarian dinner"]
 
 
 def remote_embeddings(url: str, **extra: Any) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from semproxy.embeddings import minilm_onnx
 from semproxy.semantic.explain import explain_with
 from semproxy.semantic.query import RoutingInput
 
-from .conftest import ask
+from .conftest import BANKING, COOKING, ask
 
 pytestmark = pytest.mark.skipif(minilm_onnx.missing_requirement() is not None,
                                 reason=str(minilm_onnx.missing_requirement()))
@@ -25,13 +25,8 @@ pytestmark = pytest.mark.skipif(minilm_onnx.missing_requirement() is not None,
 
 def accurate_route(threshold: Any = "auto") -> dict[str, Any]:
     instances = [
-        instance("banking", examples=["what is my account balance", "transfer money to savings",
-                                      "why was my card declined", "report a fraudulent charge",
-                                      "when is my credit card bill due"]),
-        instance("cooking", examples=["how long do i boil an egg", "give me a lasagna recipe",
-                                      "what can i use instead of butter",
-                                      "how many calories are in rice",
-                                      "suggest a quick vegetarian dinner"]),
+        instance("banking", examples=BANKING),
+        instance("cooking", examples=COOKING),
         instance("default", catchall=True),
     ]
     return route_config(instances, embeddings={"provider": "local", "model": "accurate"},

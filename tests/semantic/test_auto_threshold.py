@@ -15,7 +15,7 @@ from semproxy.semantic.auto_threshold import (
 )
 from semproxy.semantic.similarity import instance_scores
 
-from .conftest import ask
+from .conftest import BANKING, COOKING, ask
 
 
 def _best_example(prompts: np.ndarray, refs: np.ndarray, bounds: np.ndarray) -> np.ndarray:
@@ -54,13 +54,8 @@ async def test_a_route_with_threshold_auto_learns_thresholds_and_turns_away_off_
     gateway: GatewayFactory, http: aiohttp.ClientSession
 ) -> None:
     instances = [
-        instance("banking", examples=["what is my account balance", "transfer money to savings",
-                                      "why was my card declined", "report a fraudulent charge",
-                                      "when is my credit card bill due"]),
-        instance("cooking", examples=["how long do i boil an egg", "give me a lasagna recipe",
-                                      "what can i use instead of butter",
-                                      "how many calories are in rice",
-                                      "suggest a quick vegetarian dinner"], threshold=0.2),
+        instance("banking", examples=BANKING),
+        instance("cooking", examples=COOKING, threshold=0.2),
         instance("default", catchall=True),
     ]
     gw = await gateway(route_config(instances, embeddings={"provider": "local"},

@@ -62,9 +62,9 @@ async def test_the_strong_model_decides_only_the_ambiguous_prompts() -> None:
     cascade = CascadeScorer(_scorer(fast), _scorer(StrongEmbedder(worker, "strong")))
     await cascade.references()
     await asyncio.sleep(0.2)  # the strong references build in the background
-    (_, clear, _), stage = await cascade.score("x marks the spot")
+    (_, clear, _, _), stage = await cascade.score_turn("x marks the spot")
     assert stage == "fast" and clear[0].tolist() == [1.0, 0.0]
-    (_, resolved, _), stage = await cascade.score("something vague")
+    (_, resolved, _, _), stage = await cascade.score_turn("something vague")
     assert stage == "strong" and resolved[0].argmax() == 1
     assert strong_model.calls[-1] == ["something vague"]
     await worker.aclose()
@@ -77,7 +77,7 @@ async def test_a_full_strong_queue_keeps_the_fast_decision() -> None:
     cascade = CascadeScorer(_scorer(fast), _scorer(StrongEmbedder(worker, "strong")))
     await cascade.references()
     await asyncio.sleep(0.2)
-    (_, scores, _), stage = await cascade.score("something vague")
+    (_, scores, _, _), stage = await cascade.score_turn("something vague")
     assert stage == "shed" and worker.shed == 1
     assert scores[0, 0] == scores[0, 1]  # the fast model's tie
     await worker.aclose()
@@ -88,10 +88,10 @@ async def test_before_the_strong_references_exist_the_fast_model_decides() -> No
     strong_model = KeywordEmbedder("strong", (0.2, 0.98))
     worker = StrongWorker(lambda: strong_model.embed_blocking)
     cascade = CascadeScorer(_scorer(fast), _scorer(StrongEmbedder(worker, "strong")))
-    _, stage = await cascade.score("something vague")
+    _, stage = await cascade.score_turn("something vague")
     assert stage == "strong_unavailable"
     await asyncio.sleep(0.2)
-    _, stage = await cascade.score("something vague")
+    _, stage = await cascade.score_turn("something vague")
     assert stage == "strong"
     await worker.aclose()
 
@@ -101,7 +101,7 @@ async def test_offline_scoring_re_scores_the_ambiguous_rows_in_one_batch() -> No
     strong_model = KeywordEmbedder("strong", (0.2, 0.98))
     worker = StrongWorker(lambda: strong_model.embed_blocking)
     cascade = CascadeScorer(_scorer(fast), _scorer(StrongEmbedder(worker, "strong")))
-    (_, scores, _), stages = await cascade.score_many(["x a", "vague b", "y c", "vague d"])
+    (_, scores, _, _), stages = await cascade.score_turns(["x a", "vague b", "y c", "vague d"])
     assert stages == ["fast", "strong", "fast", "strong"]
     assert strong_model.calls[-1] == ["vague b", "vague d"]
     assert scores.argmax(axis=1).tolist() == [0, 1, 1, 1]

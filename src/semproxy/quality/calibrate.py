@@ -78,20 +78,21 @@ def objective(spec: str) -> Callable[[Confusion], Score]:
     name, _, value = spec.partition("=")
     if value and name in CONSTRAINED:
         letter, constrained = CONSTRAINED[name]
-        target = _share(spec, name, letter)
+        target = _share(spec, value, f"{name}={letter}")
         return lambda c: constrained(c, target)
     raise ValueError(f"unknown objective {spec!r} ({OBJECTIVES})")
 
 
-def _share(spec: str, name: str, letter: str) -> float:
-    """The number of `name=X`, a share from 0 to 1."""
+def _share(spec: str, text: str, form: str) -> float:
+    """`text`, the number after `=` in objective `spec` (of the form `form`), as a share
+    from 0 to 1."""
     try:
-        value = float(spec.split("=", 1)[1])
+        share = float(text)
     except ValueError:
-        raise ValueError(f"bad objective {spec!r}: {name}={letter} needs a number") from None
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"bad objective {spec!r}: {letter} is a share from 0 to 1")
-    return value
+        raise ValueError(f"bad objective {spec!r}: {form} needs a number") from None
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"bad objective {spec!r}: {form[-1]} is a share from 0 to 1")
+    return share
 
 
 def _precision_at(c: Confusion, target: float) -> Score:

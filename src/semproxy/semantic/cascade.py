@@ -28,8 +28,8 @@ from semproxy.errors import EmbeddingError
 from semproxy.semantic.scorer import References
 
 Stage = Literal["fast", "strong", "shed", "strong_unavailable"]
-Scored = tuple[References, np.ndarray, np.ndarray | None]
-# Scored plus each row's score against the shipped follow-ups (None off conversations).
+# References, scores, negatives, and each row's score against the shipped follow-ups
+# (None off conversations).
 Turned = tuple[References, np.ndarray, np.ndarray | None, np.ndarray | None]
 
 # Measured on CLINC150 (docs/en/routing-quality.md, "Accurate mode"): at these
@@ -98,13 +98,9 @@ class CascadeScorer:
             self._warming = asyncio.ensure_future(self.strong.references())
             self._warming.add_done_callback(_consume)
 
-    async def score(self, text: str) -> tuple[Scored, Stage]:
-        """One prompt (the gateway): `(n=1, n_instances)` scores and the stage that decided."""
-        (refs, scores, negative, _), stage = await self.score_turn(text)
-        return (refs, scores, negative), stage
-
     async def score_turn(self, text: str) -> tuple[Turned, Stage]:
-        """`score`, plus the follow-up score of the stage that decided (conversations)."""
+        """One prompt (the gateway): `(n=1, n_instances)` scores, negatives and follow-up
+        score from the stage that decided, and that stage."""
         fast = await self.fast.score_turns((text,))
         refs, scores = fast[0], fast[1]
         if not self.rule.ambiguous(scores, refs.thresholds)[0]:
@@ -117,18 +113,13 @@ class CascadeScorer:
         except EmbeddingError as exc:
             return fast, "shed" if exc.reason == "strong_shed" else "strong_unavailable"
 
-    async def score_many(self, texts: Sequence[str]) -> tuple[Scored, list[Stage]]:
+    async def score_turns(self, texts: Sequence[str]) -> tuple[Turned, list[Stage]]:
         """Offline scoring (eval, calibrate): the ambiguous rows re-scored in one batch.
 
-        Rows decided by the strong stage carry its scores; `stages` says which.
-        Thresholds differ by stage, so callers decide row by row with the
-        references of that row's stage: `refs_for(stage)`.
+        Rows decided by the strong stage carry its scores (and follow-up scores);
+        `stages` says which. Thresholds differ by stage, so callers decide row by
+        row with the references of that row's stage: `refs_for(stage)`.
         """
-        (refs, scores, negative, _), stages = await self.score_turns(texts)
-        return (refs, scores, negative), stages
-
-    async def score_turns(self, texts: Sequence[str]) -> tuple[Turned, list[Stage]]:
-        """`score_many`, plus each row's follow-up score from the stage that scored it."""
         refs, scores, negative, generic = await self.fast.score_turns(texts)
         stages: list[Stage] = ["fast"] * len(texts)
         redo = np.flatnonzero(self.rule.ambiguous(scores, refs.thresholds)).tolist()

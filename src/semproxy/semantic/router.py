@@ -193,7 +193,8 @@ class SemanticRouter:
         for row, text in enumerate(texts):
             decision = self.decide(scores[row], None if negative is None else negative[row],
                                    refs[row].thresholds)
-            near = None if generic is None else float(generic[row])
+            # NaN: the stage that scored this row has no follow-ups; the turn is unchecked.
+            near = None if generic is None or np.isnan(generic[row]) else float(generic[row])
             bias = refs[row].followup_bias
             slot = self._index.get(decision.pick)
             if near is not None and bias is not None and slot is not None:

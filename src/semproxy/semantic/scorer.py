@@ -224,23 +224,17 @@ class PromptScorer:
         """This scorer's aggregation as `auto_threshold` calls it (learning thresholds)."""
         return np.atleast_2d(instance_scores(prompts, refs, bounds, self._aggregation, self._k))
 
-    async def score_many(
-        self, texts: Sequence[str]
-    ) -> tuple[References, np.ndarray, np.ndarray | None]:
-        """Scores of every instance with examples for each text (and of their negatives).
-
-        One embedding call and one matrix product for the whole batch; the
-        gateway's per-request path is this with one text, so a batch routes
-        exactly as requests would. Returns `(n_texts, n_instances)` scores.
-        """
-        refs, scores, negative, _ = await self.score_turns(texts)
-        return refs, scores, negative
-
     async def score_turns(
         self, texts: Sequence[str]
     ) -> tuple[References, np.ndarray, np.ndarray | None, np.ndarray | None]:
-        """`score_many`, plus each text's closeness to the shipped follow-ups (None when
-        the route does not read conversations); see `References.score`."""
+        """`(n_texts, n_instances)` scores of every instance with examples for each text,
+        those of their negatives, and each text's closeness to the shipped follow-ups
+        (None when the route does not read conversations); see `References.score`.
+
+        One embedding call and one matrix product for the whole batch; the
+        gateway's per-request path is this with one text, so a batch routes
+        exactly as requests would.
+        """
         refs = self._refs
         if refs is None:
             refs = await self.references()
