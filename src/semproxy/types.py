@@ -1,10 +1,34 @@
-"""Small shared types: the shape of parsed JSON documents."""
+"""Small shared types: the shape of parsed JSON documents, and token usage."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 JSONObject = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """The tokens of one answer, in the provider's terms, whatever protocol carried them.
+
+    Read once, by the converter or provider that read the answer (whole or
+    streamed), and handed to everything that needs it: metrics, the access
+    line, limits and budgets, the response cache. `input` counts every prompt
+    token, the cached ones included; `cached_input` is the part the provider
+    served from its prompt cache (billed at its own price). `estimated` marks
+    counts the gateway made itself because the upstream reported none (a
+    stream cut short, a provider without usage).
+    """
+
+    input: int = 0
+    output: int = 0
+    cached_input: int = 0
+    estimated: bool = False
+
+    @property
+    def total(self) -> int:
+        return self.input + self.output
 
 
 def is_deeper_than(node: Any, limit: int) -> bool:
