@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import aiohttp
@@ -10,6 +10,7 @@ import pytest
 
 from semproxy.config.loader import load_data
 from semproxy.server.run import RunningGateway, start
+from tests.fakes.redis_server import RedisServer, redis_available
 
 GatewayFactory = Callable[..., Awaitable[RunningGateway]]
 
@@ -59,3 +60,25 @@ async def gateway() -> AsyncIterator[GatewayFactory]:
 async def http() -> AsyncIterator[aiohttp.ClientSession]:
     async with aiohttp.ClientSession() as session:
         yield session
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """One real redis-server for the session (tests/fakes/redis_server.py)."""
+    if not redis_available():
+        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis(redis_server: RedisServer) -> Iterator[RedisServer]:
+    """The session redis-server, running and empty."""
+    if not redis_server.is_answering():
+        redis_server.start()
+    redis_server.flush()
+    yield redis_server
+    if not redis_server.is_answering():
+        redis_server.start()

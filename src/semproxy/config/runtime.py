@@ -19,6 +19,7 @@ from semproxy.config import schema as s
 from semproxy.embeddings.factory import EmbeddingSpec
 from semproxy.embeddings.registry import DEFAULT_LOCAL_MODEL, LOCAL_MODELS
 from semproxy.errors import ConfigError, UpstreamError
+from semproxy.governance.plan import GovernancePlan, compile_plan
 from semproxy.providers.base import ChatProvider, EmbeddingsProvider, EmbeddingsRelay
 from semproxy.providers.http import NetPolicy, Target, TlsFiles
 from semproxy.providers.registry import LOCAL_EMBEDDINGS, PROVIDERS, embedding_provider_names
@@ -134,6 +135,8 @@ class GatewayConfig:
     # Identity of the version with its secrets (what decides whether a reload is
     # new); `version` is the hash of the masked document, the one that is shown.
     fingerprint: str = ""
+    # Limits, budgets, prices and their stores (governance/plan.py).
+    governance: GovernancePlan | None = None
 
 
 class _Errors:
@@ -159,6 +162,7 @@ def build(raw: s.Root, version: str, document: Mapping[str, Any] | None = None
         if spec is not None and route.status == 1:  # status 0: checked, but not served
             routes.append(spec)
     consumers = _consumers(raw, errs)
+    governance = compile_plan(raw, errs.add)
     if raw.admin is not None and (refusal := admin_refusal(raw.admin)) is not None:
         errs.add("admin.key", refusal)
     if errs.items:
@@ -171,7 +175,7 @@ def build(raw: s.Root, version: str, document: Mapping[str, Any] | None = None
         client_body_timeout_s=raw.client_body_timeout,
         client_keepalive_timeout_s=raw.client_keepalive_timeout,
         document=MappingProxyType(dict(document or {})),
-        consumers=MappingProxyType(consumers),
+        consumers=MappingProxyType(consumers), governance=governance,
     )
 
 
@@ -250,9 +254,9 @@ def _route(route: s.Route, path: str, errs: _Errors) -> RouteSpec | None:
 def _from_single(single: s.AIProxy) -> s.AIProxyMulti:
     instance = s.Instance(
         name=single.provider, provider=single.provider, weight=1, auth=single.auth,
-        options=single.options, override=single.override,
+        options=single.options, override=single.override, pricing=single.pricing,
     )
-    fields = single.model_dump(exclude={"provider", "auth", "options", "override"})
+    fields = single.model_dump(exclude={"provider", "auth", "options", "override", "pricing"})
     return s.AIProxyMulti.model_validate({**fields, "instances": [instance]}, strict=False)
 
 

@@ -21,6 +21,8 @@ from pydantic import (
     field_validator,
 )
 
+from semproxy.config.limits import AIRateLimiting, ConsumerGroup, Governance, Pricing
+
 # Instance names travel in response headers and metric labels: keep them to a
 # token alphabet so no CR/LF or separator can ever be injected through config.
 InstanceName = Annotated[
@@ -189,6 +191,7 @@ class Instance(Strict):
     negative_examples: list[Example] | None = Field(default=None, min_length=1, max_length=64)
     threshold: Threshold | None = None
     catchall: bool = False
+    pricing: Pricing | None = None
 
 
 class Conversation(Strict):
@@ -333,6 +336,7 @@ class AIProxy(RouteSettings):
     auth: Auth = Field(default_factory=Auth)
     options: dict[str, Any] = Field(default_factory=dict)
     override: Override = Field(default_factory=Override)
+    pricing: Pricing | None = None
 
 
 class KeyAuth(Strict):
@@ -346,6 +350,7 @@ class Plugins(Strict):
     ai_proxy_multi: AIProxyMulti | None = Field(default=None, alias="ai-proxy-multi")
     ai_proxy: AIProxy | None = Field(default=None, alias="ai-proxy")
     key_auth: KeyAuth | None = Field(default=None, alias="key-auth")
+    ai_rate_limiting: AIRateLimiting | None = Field(default=None, alias="ai-rate-limiting")
 
 
 class ConsumerKey(Strict):
@@ -354,11 +359,13 @@ class ConsumerKey(Strict):
 
 class ConsumerPlugins(Strict):
     key_auth: ConsumerKey = Field(alias="key-auth")
+    ai_rate_limiting: AIRateLimiting | None = Field(default=None, alias="ai-rate-limiting")
 
 
 class Consumer(Strict):
     username: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,100}$")]
     plugins: ConsumerPlugins
+    group_id: str | None = None
 
 
 HttpMethod = Literal["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]
@@ -394,6 +401,8 @@ class Root(Strict):
     admin: Admin | None = None
     routes: list[Route] = Field(default_factory=list)
     consumers: list[Consumer] = Field(default_factory=list)
+    consumer_groups: list[ConsumerGroup] = Field(default_factory=list)
+    governance: Governance = Field(default_factory=Governance)
     shutdown_grace: float = Field(default=10.0, ge=0)
     client_body_timeout: float = Field(default=30.0, gt=0, le=3600)
     client_keepalive_timeout: float = Field(default=75.0, gt=0, le=3600)

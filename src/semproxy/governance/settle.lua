@@ -1,0 +1,30 @@
+-- semproxy governance: turn a reservation's holds into use, once (atomic in Redis).
+-- KEYS: the reservation's "settled" marker, then per counter hash, zset, then
+--       the spend hashes (one per period) to add the ledger fields to.
+-- ARGV: res, marker_ttl_s, counters, then per counter: amount, ttl_s;
+--       then spend hashes count, fields count, then field, amount pairs.
+if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) then return 0 end
+local res, n = ARGV[1], tonumber(ARGV[3])
+local k, a = 2, 4
+for i = 1, n do
+  local h, z = KEYS[k], KEYS[k + 1]
+  local held = redis.call('HGET', h, 'r:' .. res)
+  if held then
+    redis.call('HDEL', h, 'r:' .. res)
+    redis.call('HINCRBY', h, 'held', -tonumber(held))
+    redis.call('ZREM', z, res)
+  end
+  local amount = tonumber(ARGV[a])
+  if amount ~= 0 then redis.call('HINCRBY', h, 'used', amount) end
+  if redis.call('TTL', h) < 0 then redis.call('EXPIRE', h, ARGV[a + 1]) end
+  k, a = k + 2, a + 2
+end
+local hashes, fields = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
+for s = 0, hashes - 1 do
+  local h = KEYS[k + s]
+  for f = 0, fields - 1 do
+    redis.call('HINCRBY', h, ARGV[a + 2 + 2 * f], ARGV[a + 3 + 2 * f])
+  end
+  if redis.call('TTL', h) < 0 then redis.call('EXPIRE', h, 400 * 86400) end
+end
+return 1
