@@ -93,10 +93,13 @@ def compile_plan(raw: s.Root, report: Report) -> GovernancePlan:
 def _route(route: s.Route, path: str, stores: dict[str, StoreSpec], gov: c.Governance,
            report: Report) -> RoutePolicy | None:
     conf = route.plugins.ai_rate_limiting
-    if conf is None:
-        return None
-    ppath = f"{path}.plugins.ai-rate-limiting"
     names, prices = _prices(route, path, report)
+    if conf is None:  # no limits of its own; its prices still count for consumers' budgets
+        worst = FREE
+        for price in prices.values():
+            worst = worst.most(price)
+        return RoutePolicy(route.id, (), {}, MappingProxyType(prices), worst) if prices else None
+    ppath = f"{path}.plugins.ai-rate-limiting"
     apisix = apisix_limits(conf, ppath, route.id, names, stores, report)
     own = own_limits(conf, ppath, f"route:{route.id}", None, names, stores, gov, report)
     unpriced = [n for n in names if n not in prices]
