@@ -7,10 +7,10 @@ from typing import Any
 
 import aiohttp
 import pytest
+from tests.fakes.redis_server import RedisServer, redis_available
 
 from semproxy.config.loader import load_data
 from semproxy.server.run import RunningGateway, start
-from tests.fakes.redis_server import RedisServer, redis_available
 
 GatewayFactory = Callable[..., Awaitable[RunningGateway]]
 

@@ -6,11 +6,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from tests.fakes.redis_server import RedisServer
+
 from semproxy.governance.memory_store import MemoryStore
 from semproxy.governance.redis_store import RedisStore, RedisTarget
 from semproxy.governance.sqlite_store import SqliteStore
 from semproxy.governance.store import CounterStore
-from tests.fakes.redis_server import RedisServer
 
 KINDS = ("memory", "sqlite", "redis")
 

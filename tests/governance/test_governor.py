@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.governance.plans import Clock, document, governor
+
 from semproxy.governance.governor import RequestFacts
 from semproxy.types import Usage
-from tests.governance.plans import Clock, document, governor
 
 
 def key(name: str) -> dict[str, object]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.fakes.redis_server import RedisServer
+from tests.governance.stores import KINDS, open_store
 
 from semproxy.governance.model import Hold, Settle
 from semproxy.governance.store import SpendEntry
-from tests.fakes.redis_server import RedisServer
-from tests.governance.stores import KINDS, open_store
 
 
 def hold(counter: str, limit: int, fixed: int, per: int = 0,
