@@ -49,6 +49,7 @@ class StoreSet:
         self._health = {name: StoreHealth(name, log_interval_s, retry_after_s)
                         for name in stores}
         self._pending: dict[str, deque[_Pending]] = {name: deque() for name in stores}
+        self._flushing: set[str] = set()
 
     @classmethod
     def for_plan(cls, plan: GovernancePlan, previous: StoreSet | None = None) -> StoreSet:
@@ -74,32 +75,48 @@ class StoreSet:
 
     async def settle(self, name: str, owner: str, settles: Sequence[Settle], now: float,
                      entry: SpendEntry | None) -> None:
-        pending = self._pending[name]
-        pending.append(_Pending(owner, tuple(settles), now, entry))
+        item = _Pending(owner, tuple(settles), now, entry)
         health = self._health[name]
         if health.is_down(now):
-            self._trim(name)
+            self._keep(name, item)
             return
-        store = self._stores[name]
-        while pending:
-            item = pending[0]
-            try:
-                await store.settle(item.owner, item.settles, item.now, item.entry)
-            except StoreError as exc:
-                health.failed(now, exc)
-                self._trim(name)
-                return
-            pending.popleft()
+        if self._pending[name]:
+            await self._flush(name, now)
+        try:
+            await self._stores[name].settle(owner, item.settles, now, entry)
+        except StoreError as exc:
+            health.failed(now, exc)
+            self._keep(name, item)
+            return
         health.recovered()
 
-    def pending(self, name: str) -> int:
-        return len(self._pending[name])
+    async def _flush(self, name: str, now: float) -> None:
+        """Send the kept settles, oldest first; one task at a time pops them."""
+        if name in self._flushing:
+            return
+        self._flushing.add(name)
+        pending, store = self._pending[name], self._stores[name]
+        try:
+            while pending:
+                item = pending[0]
+                try:
+                    await store.settle(item.owner, item.settles, item.now, item.entry)
+                except StoreError as exc:
+                    self._health[name].failed(now, exc)
+                    return
+                pending.popleft()
+        finally:
+            self._flushing.discard(name)
 
-    def _trim(self, name: str) -> None:
+    def _keep(self, name: str, item: _Pending) -> None:
         pending = self._pending[name]
+        pending.append(item)
         while len(pending) > MAX_PENDING:
             pending.popleft()
             self._health[name].lost_settles += 1
+
+    def pending(self, name: str) -> int:
+        return len(self._pending[name])
 
     async def close(self, keep: StoreSet | None = None) -> None:
         """Close the stores `keep` (the next version's set) does not use any more."""

@@ -61,9 +61,17 @@ def connect(target: RedisTarget) -> Any:
             username=target.sentinel_username, password=target.sentinel_password,
             socket_timeout=target.timeout_s), **common)
         return sentinel.master_for(target.master_name or "mymaster")
-    if target.ssl:
-        common.update(ssl=True, ssl_cert_reqs="required" if target.ssl_verify else "none")
-    return aioredis.Redis(host=target.host, port=target.port, **common)
+    # Blocking: a burst of requests waits (up to the timeout) for one of `pool`
+    # connections instead of failing when all are busy.
+    kind = aioredis.SSLConnection if target.ssl else aioredis.Connection
+    extra: dict[str, Any] = dict(ssl_cert_reqs="required" if target.ssl_verify else "none") \
+        if target.ssl else {}
+    pool = aioredis.BlockingConnectionPool(
+        connection_class=kind, host=target.host, port=target.port,
+        username=target.username, password=target.password, db=target.database,
+        socket_timeout=target.timeout_s, socket_connect_timeout=target.timeout_s,
+        max_connections=target.pool, timeout=target.timeout_s, **extra)
+    return aioredis.Redis(connection_pool=pool, retry=Retry(NoBackoff(), 0))
 
 
 def _script(name: str) -> str:
@@ -133,7 +141,7 @@ class RedisStore:
         return sorted(rows, key=lambda r: (-r.cost, r.key))
 
     async def close(self) -> None:
-        await self._client.aclose()
+        await self._client.aclose(close_connection_pool=True)
 
     async def _call(self, script: Any, keys: list[str], args: list[Any]) -> Any:
         try:
