@@ -8,13 +8,14 @@ import multiprocessing
 from pathlib import Path
 from typing import Any
 
+from tests.fakes.redis_server import RedisServer
+from tests.governance.plans import document, plan_of
+from tests.governance.workers import spend_until_refused
+
 from semproxy.governance.governor import Governor, RequestFacts
 from semproxy.governance.governor_stores import StoreSet
 from semproxy.governance.pricing import from_money
 from semproxy.types import Usage
-from tests.fakes.redis_server import RedisServer
-from tests.governance.plans import document, plan_of
-from tests.governance.workers import spend_until_refused
 
 BUDGET = 2.0  # dollars; prices 2 (input) and 8 (output) per million tokens
 

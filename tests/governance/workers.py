@@ -10,10 +10,11 @@ import asyncio
 import random
 from typing import Any
 
+from tests.governance.plans import plan_of
+
 from semproxy.governance.governor import Governor, RequestFacts
 from semproxy.governance.governor_stores import StoreSet
 from semproxy.types import Usage
-from tests.governance.plans import plan_of
 
 INPUT_ERROR = 2  # tokens an input estimate may miss by (the answer's count is higher)
 
