@@ -84,6 +84,12 @@ def _validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _spend(args: argparse.Namespace) -> int:
+    from semproxy.governance.spend_command import run_spend
+
+    return run_spend(load_file(args.config), args.by, args.period, args.consumer)
+
+
 def _explain(args: argparse.Namespace) -> int:
     from semproxy.semantic.explain import explain, render
 
@@ -148,6 +154,13 @@ def parser() -> argparse.ArgumentParser:
     explain.add_argument("--json", action="store_true", help="print the result as JSON")
     explain.add_argument("prompt", help="the user message to score")
     explain.set_defaults(func=_explain)
+    spend = sub.add_parser("spend", help="spend and remaining budgets (SQLite file or Redis)")
+    spend.add_argument("config", help="config file (YAML or JSON)")
+    spend.add_argument("--by", default="consumer",
+                       choices=["consumer", "group", "route", "instance", "end_user"])
+    spend.add_argument("--period", default="month", choices=["day", "month", "all"])
+    spend.add_argument("--consumer", help="also show this consumer's remaining allowance")
+    spend.set_defaults(func=_spend)
     config = sub.add_parser("config", help="config storage commands")
     config_sub = config.add_subparsers(dest="config_command", required=True, metavar="COMMAND")
     push = config_sub.add_parser("push", help="validate a file and write it to etcd")

@@ -15,11 +15,11 @@ def test_the_tokenizer_counts_offline_with_the_wordllama_vocabulary() -> None:
 
 
 def test_a_request_input_counts_text_tools_and_images_not_image_bytes() -> None:
+    image = {"url": "data:image/png;base64," + "A" * 99999}
     payload = {"messages": [
         {"role": "system", "content": "x" * 30},
         {"role": "user", "content": [{"type": "text", "text": "y" * 9},
-                                     {"type": "image_url",
-                                      "image_url": {"url": "data:image/png;base64," + "A" * 99999}}]}],
+                                     {"type": "image_url", "image_url": image}]}],
         "tools": [{"type": "function", "function": {"name": "f"}}]}
     tools = estimate_tokens('[{"type":"function","function":{"name":"f"}}]')
     assert estimate_input(payload) == 4 + 10 + 4 + 3 + IMAGE_TOKENS + tools

@@ -52,7 +52,7 @@ def count_tokens(text: str) -> int:
     """The Llama-2 tokenizer's count (blocking: ~3 us a token; run long texts off the loop)."""
     try:
         tokenizer = _tokenizer()
-    except Exception as exc:  # noqa: BLE001 - any load failure falls back to the estimate
+    except Exception as exc:
         log.warning("token counter unavailable, estimating instead: %s", exc)
         return estimate_tokens(text)
     return len(tokenizer.encode(text, add_special_tokens=False).ids)
