@@ -91,3 +91,11 @@ async def test_spend_is_summed_per_dimension(
         rows = await store.spend("consumer", 1_800_000_000.0, 1_800_000_100.0)  # type: ignore[attr-defined]
         assert [(r.key, r.requests, r.input, r.cost) for r in rows] == [
             ("alice", 2, 200, 4000), ("bob", 1, 100, 2000)]
+
+
+async def test_a_month_budget_of_a_million_counts_in_whole_nanos(
+        kind: str, tmp_path: Path, server: RedisServer | None) -> None:
+    big = 10**15  # $1,000,000 in nanos: Lua must not answer 1e+15
+    async with open_store(kind, tmp_path, server) as store:
+        out = await store.reserve("r1", [hold("m", big, 12_345)], 0, 0, 60, 0.0)
+        assert out.granted and out.remaining == (big - 12_345,)

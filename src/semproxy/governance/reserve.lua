@@ -31,7 +31,7 @@ for i = 1, n do
   end
   local free = limit - total - fixed
   if free < 0 or free < per * low then
-    return {0, i - 1, tostring(limit - total)}
+    return {0, i - 1, string.format('%.0f', limit - total)}
   end
   if per > 0 then out = math.min(out, math.floor(free / per)) end
   plan[i] = {k, fixed, per, ttl, limit - total}
@@ -48,6 +48,6 @@ for i = 1, n do
   redis.call('ZADD', z, now + lease, res)
   redis.call('EXPIRE', h, p[4])
   redis.call('EXPIRE', z, p[4])
-  answer[#answer + 1] = tostring(p[5] - amount)
+  answer[#answer + 1] = string.format('%.0f', p[5] - amount)
 end
 return answer
