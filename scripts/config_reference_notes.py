@@ -394,3 +394,7 @@ NOTES: dict[str, tuple[str, str]] = {
     "ConsumerKey.key": ("The secret key; only its sha256 is kept after load.",
                         "密钥；加载后只保留其 sha256。"),
 }
+
+from config_reference_governance import GOVERNANCE_NOTES  # noqa: E402
+
+NOTES.update(GOVERNANCE_NOTES)
