@@ -157,8 +157,10 @@ def parser() -> argparse.ArgumentParser:
     spend = sub.add_parser("spend", help="spend and remaining budgets (SQLite file or Redis)")
     spend.add_argument("config", help="config file (YAML or JSON)")
     spend.add_argument("--by", default="consumer",
-                       choices=["consumer", "group", "route", "instance", "end_user"])
-    spend.add_argument("--period", default="month", choices=["day", "month", "all"])
+                       choices=["consumer", "group", "route", "instance", "end_user"],
+                       help="sum spend per this (default consumer)")
+    spend.add_argument("--period", default="month", choices=["day", "month", "all"],
+                       help="the current UTC day or month, or all (default month)")
     spend.add_argument("--consumer", help="also show this consumer's remaining allowance")
     spend.set_defaults(func=_spend)
     config = sub.add_parser("config", help="config storage commands")

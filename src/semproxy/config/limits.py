@@ -25,7 +25,7 @@ StoreErrorPolicy = Literal["allow", "deny"]
 
 
 class Strict(BaseModel):
-    # The same strictness as config/schema.py (which imports this module).
+    # Every config model's base (config/schema.py imports it from here).
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 

@@ -13,15 +13,27 @@ from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     StringConstraints,
     field_validator,
 )
 
-from semproxy.config.limits import AIRateLimiting, ConsumerGroup, Governance, Pricing
+# The governance models live in limits.py (with the shared Strict base); named here so
+# the schema module lists every model of the config.
+from semproxy.config.limits import (  # noqa: F401
+    AIRateLimiting,
+    ConsumerGroup,
+    ConsumerGroupPlugins,
+    Governance,
+    InstanceQuota,
+    LedgerRedis,
+    LimitSpec,
+    Pricing,
+    Rule,
+    SentinelNode,
+    Strict,
+)
 
 # Instance names travel in response headers and metric labels: keep them to a
 # token alphabet so no CR/LF or separator can ever be injected through config.
@@ -74,10 +86,6 @@ def _not_blank(text: str) -> str:
 
 # An item-level check, so a blank example is reported at its own path (examples[3]).
 Example = Annotated[str, AfterValidator(_not_blank)]
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
 class Auth(Strict):
