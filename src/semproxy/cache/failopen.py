@@ -4,7 +4,9 @@ Every call to the store runs under `deadline_s`; an exception or a timeout is
 logged (once per `quiet_s`, not once per request) and answered as a miss, a
 write as not written. After `breaker_failures` faults in a row the store is
 not called at all for `breaker_cooldown_s`, so a dead Redis costs nothing per
-request instead of one deadline each; then one call probes it again.
+request instead of one deadline each; then one call probes it again. One fault
+is enough by default: a request then waits at most one deadline in all, not one
+per store call of its lookup and its write.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ T = TypeVar("T")
 class FailOpenStore:
     """A `CacheStore` wrapper that never raises and never waits past its deadline."""
 
-    def __init__(self, inner: CacheStore, deadline_s: float = 0.05, breaker_failures: int = 3,
+    def __init__(self, inner: CacheStore, deadline_s: float = 0.05, breaker_failures: int = 1,
                  breaker_cooldown_s: float = 1.0, quiet_s: float = 10.0) -> None:
         self.inner = inner
         self.deadline_s = deadline_s

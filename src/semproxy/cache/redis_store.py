@@ -29,6 +29,8 @@ from collections.abc import Callable
 import numpy as np
 import orjson
 import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 
 from semproxy.cache.store import Candidates, Entry, IndexItem, stack
 from semproxy.config.cache import AICache
@@ -46,7 +48,8 @@ def connect(conf: AICache) -> aioredis.Redis:
         ssl=conf.redis_ssl, ssl_cert_reqs="required" if conf.redis_ssl_verify else "none",
         socket_timeout=timeout, socket_connect_timeout=timeout,
         max_connections=conf.redis_keepalive_pool, health_check_interval=0,
-        decode_responses=False)
+        # No retries: a cache read is worth one try within its deadline, not three.
+        retry=Retry(NoBackoff(), 0), decode_responses=False)
 
 
 def encode_entry(entry: Entry) -> bytes:

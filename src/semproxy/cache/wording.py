@@ -104,13 +104,22 @@ def _plain_words(chunk: str) -> list[str]:
     for pattern, replacement in _CONTRACTIONS:
         chunk = re.sub(pattern, replacement, chunk)
     chunk = re.sub(r"(?<=\d),(?=\d{3}\b)", "", chunk)  # 50,000 -> 50000
-    out = []
+    out: list[str] = []
+    sign: str | None = None  # "$20" reads as "20 dollar", as "20 dollars" does
     for token in _WORD.findall(chunk):
         if token in _CURRENCY_SIGNS:
-            out.append(_CURRENCY_SIGNS[token])
+            if sign is not None:
+                out.append(sign)
+            sign = _CURRENCY_SIGNS[token]
+            if token == "%":
+                out.append(sign)
+                sign = None
         elif token.isalpha() or token[0].isdigit():
             out.append(_ALIASES.get(token, _singular(token)))
-    return out
+            if sign is not None and token[0].isdigit():
+                out.append(sign)
+                sign = None
+    return [*out, sign] if sign is not None else out
 
 
 def _singular(token: str) -> str:
@@ -124,8 +133,11 @@ def _numbers(tokens: list[str]) -> tuple[list[str], list[str]]:
     out: list[str] = []
     numbers: list[str] = []
     run: list[int] = []  # the values of a run of number words ("one hundred forty four")
-    for token in [*tokens, ""]:
+    padded = [*tokens, ""]
+    for i, token in enumerate(padded):
         value = _word_value(token)
+        if token == "one" and (run or padded[i + 1] in _SCALES):
+            value = 1  # "one hundred", "twenty one": a number after all
         if value is not None:
             run.append(value)
             continue
