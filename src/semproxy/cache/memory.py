@@ -19,7 +19,7 @@ from semproxy.cache.store import Candidates, Entry, IndexItem, stack
 # Bytes of Python objects per entry beyond the payload sizes counted below
 # (dict and OrderedDict slots, the dataclasses, float and str headers), measured
 # with tracemalloc by bench/cache_memory.py and rounded up.
-OVERHEAD = 700
+OVERHEAD = 1700
 
 
 @dataclass(slots=True)
