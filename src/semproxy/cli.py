@@ -107,6 +107,12 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
+    if args.cache:
+        from semproxy.quality import cache_pairs
+
+        return cache_pairs.run(args)
+    if not args.config or not args.route or not args.data:
+        raise ValueError("calibrate needs --config, --route and --data (or --cache PAIRS)")
     from semproxy.quality.commands import run_calibrate
 
     return run_calibrate(args)
@@ -225,9 +231,16 @@ def _quality_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
                          "(0: skip)")
     ev.set_defaults(func=_eval)
     cal = sub.add_parser("calibrate", help="choose thresholds on labelled prompts")
-    cal.add_argument("--config", required=True, help="gateway config (YAML or JSON)")
-    cal.add_argument("--route", required=True, help="id of a semantic route in the config")
-    cal.add_argument("--data", required=True,
+    cal.add_argument("--config", help="gateway config (YAML or JSON)")
+    cal.add_argument("--route", help="id of a semantic route in the config")
+    cal.add_argument("--cache", metavar="PAIRS.jsonl",
+                     help="instead: the response cache's similarity_threshold, from labelled "
+                          "pairs {a, b, same} (tests/quality/data/cache)")
+    cal.add_argument("--wrong-hits", default="0.01",
+                     help="with --cache: the largest share of wrong hits to accept")
+    cal.add_argument("--model", default="wordllama",
+                     help="with --cache: wordllama (default) or accurate")
+    cal.add_argument("--data",
                      help="labelled JSONL: {prompt|messages, instance|null} per line")
     cal.add_argument("--objective", default="balanced",
                      help="balanced | accuracy | precision=P | oos_recall=R (default balanced)")

@@ -1,0 +1,169 @@
+"""The response cache of one store: look a request up, keep an answer, purge.
+
+The lookup phase calls `lookup` with the plan and the vector of the compared
+text (the routing vector when semantic routing made one, else the in-process
+model's; None leaves the semantic layer out). The exact layer is read first;
+on a miss, the partition's candidates are compared in process: the most
+similar ones at or above the threshold are checked for near misses
+(cache/nearmiss.py) in order, and the first that passes is the hit. The
+account phase calls `store` with the completion it relayed. Every store fault
+is a miss or an unwritten answer (`FailOpenStore`), never an error.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import orjson
+
+from semproxy.cache import policy
+from semproxy.cache.failopen import FailOpenStore
+from semproxy.cache.flight import SingleFlight
+from semproxy.cache.memory import MemoryStore
+from semproxy.cache.nearmiss import near_miss
+from semproxy.cache.plan import CachePlan
+from semproxy.cache.replay import as_hit
+from semproxy.cache.store import Candidates, Entry, IndexItem
+from semproxy.cache.wording import read
+from semproxy.config.cache import AICache
+from semproxy.types import Usage
+
+EXACT = "exact"
+SEMANTIC = "semantic"
+# Candidates above the threshold checked for near misses, most similar first: a
+# bound on the work of one lookup in a partition of many alike prompts.
+MAX_CHECKED = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A stored answer that serves this request: `completion` is what the client gets
+    (usage marked cached), `saved` the tokens the upstream call would have cost."""
+
+    completion: dict[str, Any]
+    layer: str
+    similarity: float | None
+    age_s: float
+    saved: Usage
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """Why a semantic candidate above the threshold did not serve (for shadow mode,
+    `explain` and the debug headers): the near-miss rule and the similarity."""
+
+    reason: str
+    similarity: float
+
+
+class ResponseCache:
+    """Lookups and stores against one store, plus the flights of concurrent misses."""
+
+    def __init__(self, store: FailOpenStore, clock: Callable[[], float] = time.time) -> None:
+        self.backend = store
+        self.flights: SingleFlight[dict[str, Any]] = SingleFlight()
+        self._clock = clock
+
+    async def lookup(self, plan: CachePlan, vector: np.ndarray | None) -> Hit | Refused | None:
+        """A hit, the near miss that stopped the best candidate, or None (a miss)."""
+        if not plan.control.read:
+            return None
+        entry = await self.backend.get(plan.exact)
+        hit = self._hit(entry, plan, EXACT, None)
+        if hit is not None or plan.partition is None or vector is None:
+            return hit
+        found = await self.backend.candidates(plan.partition, plan.semantic_ttl)
+        if found is None or found.matrix.shape[1] != np.shape(vector)[-1]:
+            return None  # another model's vectors (a damaged store) never compare
+        return await self._semantic(plan, unit(vector), found)
+
+    async def _semantic(self, plan: CachePlan, vector: np.ndarray, found: Candidates
+                        ) -> Hit | Refused | None:
+        sims = found.matrix @ vector
+        order = [int(i) for i in np.argsort(-sims)[:MAX_CHECKED] if sims[i] >= plan.threshold]
+        refused: Refused | None = None
+        wording = read(plan.text) if plan.near_miss and order else None
+        for i in order:
+            if wording is not None:
+                reason = near_miss(wording, read(found.prompts[i]))
+                if reason is not None:
+                    refused = refused or Refused(reason, float(sims[i]))
+                    continue
+            entry = await self.backend.get(found.keys[i])
+            hit = self._hit(entry, plan, SEMANTIC, float(sims[i]))
+            if hit is not None:
+                return hit
+        return refused
+
+    def _hit(self, entry: Entry | None, plan: CachePlan, layer: str, similarity: float | None
+             ) -> Hit | None:
+        if entry is None:
+            return None
+        age = max(0.0, self._clock() - entry.created)
+        limit = plan.exact_ttl if layer == EXACT else plan.semantic_ttl
+        if age > limit or (plan.control.max_age is not None and age > plan.control.max_age):
+            return None
+        try:
+            stored = orjson.loads(entry.body)
+        except orjson.JSONDecodeError:
+            return None  # a damaged entry is a miss; the next answer overwrites it
+        return Hit(as_hit(stored, layer, similarity, age), layer, similarity, age,
+                   usage_of(stored))
+
+    async def store(self, plan: CachePlan, completion: dict[str, Any],
+                    vector: np.ndarray | None) -> str | None:
+        """Keep `completion` for `plan`'s request; None when kept, else why not."""
+        if not plan.control.write:
+            return "client"
+        # A copy of exact size: orjson's own buffer keeps about 8 KiB of capacity, which
+        # would be most of an entry's memory (measured by bench/cache_memory.py).
+        body = bytes(memoryview(orjson.dumps(completion)))
+        refusal = policy.answer_refusal(completion, len(body), plan.max_body)
+        if refusal is not None:
+            return refusal
+        now = self._clock()
+        semantic = (plan.partition is not None and vector is not None
+                    and not policy.is_exact_only(plan.payload, completion))
+        ttl = max(plan.exact_ttl, plan.semantic_ttl) if semantic else plan.exact_ttl
+        item = IndexItem(plan.exact, unit(vector), plan.text, now) \
+            if semantic and vector is not None else None
+        written = await self.backend.put(plan.exact, Entry(body, now), ttl,
+                                       plan.partition if item else None, item,
+                                       plan.semantic_ttl, plan.max_entries)
+        return None if written else "store_fault"
+
+    async def aclose(self) -> None:
+        await self.backend.aclose()
+
+
+def open_cache(conf: AICache) -> ResponseCache:
+    """The cache a route's `ai-cache` block asks for (Redis when `redis_host` or
+    `policy: redis`, else in process), failing open under `deadline` ms."""
+    if conf.store == "redis":
+        from semproxy.cache.redis_store import RedisStore, connect  # only routes that use it
+
+        inner: MemoryStore | RedisStore = RedisStore(connect(conf))
+    else:
+        inner = MemoryStore(conf.memory_max_bytes)
+    return ResponseCache(FailOpenStore(inner, deadline_s=conf.deadline / 1000))
+
+
+def unit(vector: np.ndarray) -> np.ndarray:
+    """`vector` as float32 of length 1 (a zero vector stays zero and matches nothing)."""
+    flat = np.asarray(vector, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(flat))
+    return flat / norm if norm > 0 else flat
+
+
+def usage_of(completion: dict[str, Any]) -> Usage:
+    usage = completion.get("usage")
+    if not isinstance(usage, dict):
+        return Usage(estimated=True)
+    details = usage.get("prompt_tokens_details") or {}
+    return Usage(input=int(usage.get("prompt_tokens") or 0),
+                 output=int(usage.get("completion_tokens") or 0),
+                 cached_input=int(details.get("cached_tokens") or 0))

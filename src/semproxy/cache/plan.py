@@ -1,0 +1,130 @@
+"""What the cache will do with one request, decided before any store is touched.
+
+`CacheSpec` is a route's `ai-cache` block compiled once per config version;
+`plan` combines it with one request (after the routing decision: the serving
+instance is known) into a `CachePlan`, or a `Bypass` saying why the cache stays
+out of it. Pure: no I/O, so the lookup phase only reads and the account phase
+only writes what the plan says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from semproxy.cache import control, keys, policy
+from semproxy.config.cache import AICache
+
+# similarity_threshold when the route gives none, per embedding model: the
+# thresholds `semproxy calibrate --cache` picks on the tuning half of
+# tests/quality/data/cache for at most 1% wrong hits (docs/en/cache.md).
+DEFAULT_THRESHOLDS = {"wordllama": 0.61, "fast": 0.61, "accurate": 0.59}
+FALLBACK_THRESHOLD = 0.95  # APISIX's default, for a model nothing was measured on
+MAX_COMPARED_TEXT = 16 * 1024  # as the router: a pasted document is not compared in full
+
+
+@dataclass(frozen=True, slots=True)
+class CacheSpec:
+    """A route's cache settings, compiled from its `ai-cache` block."""
+
+    route: str
+    conf: AICache
+    model: str  # the embedding model whose vectors the semantic layer compares
+    threshold: float
+
+    @property
+    def prefix(self) -> str:
+        semantic = self.conf.semantic
+        return semantic.vector_search.redis.index if semantic else "ai-cache"
+
+
+def compile_spec(route: str, conf: AICache, model: str) -> CacheSpec:
+    semantic = conf.semantic
+    threshold = semantic.similarity_threshold if semantic else None
+    if threshold is None:
+        threshold = DEFAULT_THRESHOLDS.get(model, FALLBACK_THRESHOLD)
+    return CacheSpec(route, conf, model, threshold)
+
+
+@dataclass(frozen=True, slots=True)
+class Bypass:
+    """The cache stays out of this request (`X-AI-Cache-Status: BYPASS`)."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class CachePlan:
+    """Keys and rules for one request. `partition` is None when only the exact layer
+    applies; `text` is what the semantic layer compares (the lookup phase reuses the
+    routing vector when `text` equals the routing text, else embeds `text`)."""
+
+    exact: str
+    partition: str | None
+    text: str
+    control: control.ClientControl
+    threshold: float
+    near_miss: bool
+    exact_ttl: int
+    semantic_ttl: int
+    max_entries: int
+    max_body: int
+    payload: Mapping[str, Any]
+
+    @property
+    def status(self) -> str | None:
+        """BYPASS or REFRESH when the client's headers said so."""
+        return self.control.status
+
+
+def plan(spec: CacheSpec, payload: Mapping[str, Any], upstream: keys.Upstream,
+         headers: Mapping[str, str], consumer: str | None = None,
+         variables: Mapping[str, str] | None = None) -> CachePlan | Bypass:
+    """The plan for a Chat Completions `payload` served by `upstream`."""
+    conf = spec.conf
+    ctl = control.client_control(headers, conf.bypass_on)
+    if not ctl.read and not ctl.write:
+        return Bypass("client")
+    refusal = policy.request_refusal(payload, conf.max_temperature)
+    if refusal is not None:
+        return Bypass(refusal)
+    scope = _scope(spec, consumer, variables or {})
+    exact = keys.exact_key(spec.prefix, scope, payload, upstream)
+    partition, text = _semantic(spec, scope, payload, upstream)
+    semantic = conf.semantic
+    return CachePlan(
+        exact=exact, partition=partition, text=text, control=ctl, threshold=spec.threshold,
+        near_miss=semantic.near_miss if semantic else True, exact_ttl=conf.exact.ttl,
+        semantic_ttl=semantic.ttl if semantic else conf.exact.ttl,
+        max_entries=semantic.max_entries if semantic else 0,
+        max_body=conf.max_cache_body_size, payload=payload)
+
+
+def _scope(spec: CacheSpec, consumer: str | None, variables: Mapping[str, str]) -> keys.Scope:
+    ck = spec.conf.cache_key
+    shared_consumers = ck.include_consumer is False
+    return keys.Scope(
+        route=None if ck.share_across_routes else spec.route,
+        # An anonymous request has its own namespace ("-"), apart from every consumer's.
+        consumer=None if shared_consumers else (consumer or "-"),
+        variables=tuple((name, variables.get(name, "")) for name in ck.include_vars))
+
+
+def _semantic(spec: CacheSpec, scope: keys.Scope, payload: Mapping[str, Any],
+              upstream: keys.Upstream) -> tuple[str | None, str]:
+    semantic = spec.conf.semantic
+    messages = payload.get("messages")
+    n = payload.get("n")
+    if (semantic is None or not spec.conf.semantic_on or not isinstance(messages, list)
+            or (isinstance(n, int) and n > 1)):
+        return None, ""
+    match = semantic.match
+    window = keys.compared_window(messages, match.message_countback,
+                                  match.ignore_system_prompts, match.ignore_assistant_prompts,
+                                  match.ignore_tool_prompts)
+    text = keys.compared_text(messages, window) if window else None
+    if text is None:
+        return None, ""
+    partition = keys.partition_key(spec.prefix, scope, payload, upstream, window, spec.model)
+    return partition, text[:MAX_COMPARED_TEXT]
