@@ -26,7 +26,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
-from semproxy.config.schema import Strict
+from semproxy.config.strict import Strict
 
 Layer = Literal["exact", "semantic"]
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import Field, StringConstraints
+
+from semproxy.config.strict import Strict
 
 Money = Annotated[float, Field(ge=0, le=1e6, allow_inf_nan=False)]
 Positive = Annotated[int, Field(gt=0)]
@@ -22,11 +24,6 @@ Positive = Annotated[int, Field(gt=0)]
 IntOrText = Positive | Annotated[str, StringConstraints(min_length=1, max_length=200)]
 Span = int | Annotated[str, StringConstraints(min_length=1, max_length=20)]
 StoreErrorPolicy = Literal["allow", "deny"]
-
-
-class Strict(BaseModel):
-    # Every config model's base (config/schema.py imports it from here).
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
 class Pricing(Strict):

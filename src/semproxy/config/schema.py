@@ -19,7 +19,7 @@ from pydantic import (
     field_validator,
 )
 
-# The governance models live in limits.py (with the shared Strict base); named here so
+# The governance models live in limits.py; named here so
 # the schema module lists every model of the config.
 from semproxy.config.limits import (  # noqa: F401
     AIRateLimiting,
@@ -32,8 +32,8 @@ from semproxy.config.limits import (  # noqa: F401
     Pricing,
     Rule,
     SentinelNode,
-    Strict,
 )
+from semproxy.config.strict import Strict
 
 # Instance names travel in response headers and metric labels: keep them to a
 # token alphabet so no CR/LF or separator can ever be injected through config.
