@@ -28,6 +28,13 @@ from semproxy.errors import EmbeddingError
 from semproxy.semantic.scorer import References
 
 Stage = Literal["fast", "strong", "shed", "strong_unavailable"]
+# The stages that decide as the route asks: a turn decided otherwise (the strong
+# stage shed it, failed or was not ready) holds the fast model's guess, which a
+# repeat of the prompt must not inherit.
+COMPLETE_STAGES: frozenset[Stage] = frozenset({"fast", "strong"})
+# Whether the strong stage can decide: its references are built ("ready"), are
+# being built ("loading"), or the last build failed ("failed").
+StrongState = Literal["ready", "loading", "failed"]
 # References, scores, negatives, and each row's score against the shipped follow-ups
 # (None off conversations).
 Turned = tuple[References, np.ndarray, np.ndarray | None, np.ndarray | None]
@@ -91,6 +98,28 @@ class CascadeScorer:
         refs = await self.fast.references()
         self._warm_strong()
         return refs
+
+    async def load(self) -> References:
+        """Both stages' references, built now: what a gateway waits for before it serves.
+
+        The fast stage's errors are raised; the strong stage's are not (the route
+        then serves on the fast model, and `strong_state` says "failed").
+        """
+        refs = await self.fast.references()
+        self._warm_strong()
+        if self._warming is not None:
+            await asyncio.wait([self._warming])
+        return refs
+
+    @property
+    def strong_state(self) -> StrongState:
+        if self.strong.current is not None:
+            return "ready"
+        warming = self._warming
+        if warming is not None and warming.done() and \
+                (warming.cancelled() or warming.exception() is not None):
+            return "failed"
+        return "loading"
 
     def _warm_strong(self) -> None:
         """Build the strong references in the background (a failure is retried later)."""
