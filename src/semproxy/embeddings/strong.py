@@ -2,8 +2,9 @@
 
 The cascade (`cascade.py`) sends only its ambiguous prompts here. They wait
 in a queue of at most `capacity` texts; one drain task at a time hands the
-worker thread up to `batch` of them per forward pass (a batched pass costs
-less per prompt than separate ones). The event loop never runs the model.
+worker thread up to `batch` of them per call (one thread hop for all; the
+int8 model embeds each text alone, see minilm_onnx). The event loop never
+runs the model.
 
 When the queue is full, `submit` refuses at once (returns None) and counts
 the refusal in `shed`: the caller then keeps the fast model's decision. A

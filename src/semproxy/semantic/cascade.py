@@ -87,7 +87,8 @@ class CascadeScorer:
         self.fast = fast
         self.strong = strong
         self.rule = rule
-        self._warming: asyncio.Task[References] | None = None
+        self._warming: asyncio.Future[References] | None = None
+        self._failed = False  # a build of the strong references has failed
 
     @property
     def current(self) -> References | None:
@@ -113,19 +114,22 @@ class CascadeScorer:
 
     @property
     def strong_state(self) -> StrongState:
+        """"failed" from the first failed build until one succeeds (retries included),
+        so a health check does not flap while a broken model is retried."""
         if self.strong.current is not None:
             return "ready"
-        warming = self._warming
-        if warming is not None and warming.done() and \
-                (warming.cancelled() or warming.exception() is not None):
-            return "failed"
-        return "loading"
+        return "failed" if self._failed else "loading"
 
     def _warm_strong(self) -> None:
         """Build the strong references in the background (a failure is retried later)."""
         if self.strong.current is None and (self._warming is None or self._warming.done()):
             self._warming = asyncio.ensure_future(self.strong.references())
-            self._warming.add_done_callback(_consume)
+            self._warming.add_done_callback(self._built)
+
+    def _built(self, task: asyncio.Future[References]) -> None:
+        """Note a failed background build (retrieving its exception; a later prompt retries)."""
+        if task.cancelled() or task.exception() is not None:
+            self._failed = True
 
     async def score_turn(self, text: str) -> tuple[Turned, Stage]:
         """One prompt (the gateway): `(n=1, n_instances)` scores, negatives and follow-up
@@ -178,9 +182,3 @@ def _patched(rows: np.ndarray | None, strong: np.ndarray | None, redo: list[int]
     rows = rows.astype(np.float64) if missing is not None else rows.copy()
     rows[redo] = strong if strong is not None else missing
     return rows
-
-
-def _consume(task: asyncio.Future[References]) -> None:
-    """Retrieve a background build's exception (it is retried on a later prompt)."""
-    if not task.cancelled():
-        task.exception()

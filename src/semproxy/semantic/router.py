@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, OrderedDict
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any, NamedTuple
@@ -58,8 +58,10 @@ class SemanticRouter:
         self.stages: Counter[str] = Counter()  # which stage decided (cascade only)
         # A repeated prompt gets the decision it got before, as long as the
         # reference vectors it was scored against are still the current ones:
-        # no embedding, no matrix product. Only scored decisions are kept;
-        # failures are retried on the next request.
+        # no embedding, no matrix product. Only decisions made the way the route
+        # asks are kept: failures, and under `model: accurate` a close call the
+        # strong stage could not take (queue full, failed, loading), are decided
+        # again on the next request.
         # Each entry keeps the turn's score row too: a conversation reuses the
         # earlier turns' scores from here instead of embedding them again.
         # Long prompts are keyed by a digest (`bounded_key`), so an entry costs
@@ -246,6 +248,13 @@ class SemanticRouter:
         own = self._own_turns(texts, *(await self._score_turns(texts))[:4]) if texts else {}
         return [self._conversation([own[t] for t in ts]) if ts and ts[-1]
                 else fallback(self.spec.catchall, NO_USER_TEXT) for ts in turns]
+
+
+def strong_readiness(routers: Iterable[SemanticRouter]) -> StrongState | None:
+    """The least ready strong stage of `routers`: "loading" before "failed" before
+    "ready"; None when no route uses `model: accurate`."""
+    states = {r.strong_state for r in routers}
+    return next((s for s in ("loading", "failed", "ready") if s in states), None)
 
 
 def open_router(route: RouteSpec, embedder: Embedder, strong: Embedder | None = None
