@@ -13,6 +13,7 @@ from typing import NoReturn
 import orjson
 
 from semproxy.config.loader import load_file, parse_document
+from semproxy.config.runtime import GatewayConfig
 from semproxy.config.source import ConfigSource, EtcdSource, FileSource, SourceError
 from semproxy.errors import ConfigError, GatewayError
 from semproxy.observability.logging import setup_logging
@@ -74,8 +75,17 @@ def _serve(args: argparse.Namespace) -> int:
                args.max_connections)
 
 
+def tool_config(path: str) -> GatewayConfig:
+    """The config of a command that calls no upstream (explain, eval, calibrate, tune):
+    an unset `${VAR}` is a warning, not an error; warnings go to stderr as plain lines."""
+    config = load_file(path, allow_unset=True)
+    for warning in config.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return config
+
+
 def _validate(args: argparse.Namespace) -> int:
-    config = load_file(args.config)
+    config = load_file(args.config, allow_unset=True)  # a CI check needs no secrets
     for warning in config.warnings:
         print(f"warning: {warning}")
     routes = len(config.routes)
@@ -87,7 +97,7 @@ def _validate(args: argparse.Namespace) -> int:
 def _explain(args: argparse.Namespace) -> int:
     from semproxy.semantic.explain import explain, render
 
-    config = load_file(args.config)
+    config = tool_config(args.config)
     result = asyncio.run(explain(config, args.route, args.prompt))
     print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() if args.json
           else render(result))
@@ -133,8 +143,9 @@ def _push(args: argparse.Namespace) -> int:
 def parser() -> argparse.ArgumentParser:
     p = CommandParser(prog="semproxy", description="LLM gateway with semantic routing")
     p.add_argument("--version", action="version", version=f"semproxy {package_version()}")
-    p.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS,
-                   help="least severe log level written to stderr (default INFO)")
+    p.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS,
+                   help="least severe log level written to stderr (default INFO for serve; "
+                        "ERROR for the other commands, which print what they found)")
     p.add_argument("--log-format", choices=["json", "text"], default="json",
                    help="one JSON object per line, or plain text (default json)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -237,7 +248,8 @@ def _quality_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    setup_logging(args.log_level, args.log_format)
+    setup_logging(args.log_level or ("INFO" if args.command == "serve" else "ERROR"),
+                  args.log_format)
     try:
         return int(args.func(args))
     except ConfigError as exc:

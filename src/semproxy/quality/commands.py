@@ -10,8 +10,8 @@ from pathlib import Path
 
 import orjson
 
+from semproxy.cli import tool_config
 from semproxy.config.edit import add_examples, set_thresholds
-from semproxy.config.loader import load_file
 from semproxy.config.runtime import GatewayConfig
 from semproxy.embeddings.factory import EmbedderPool
 from semproxy.providers.http import HttpClients
@@ -41,7 +41,7 @@ def run_eval(args: argparse.Namespace) -> int:
 async def _eval(args: argparse.Namespace) -> int:
     items = load_jsonl(args.data)
     found = None
-    async with router_for(load_file(args.config), args.route) as router:
+    async with router_for(tool_config(args.config), args.route) as router:
         result = await evaluate(router, items, ProgressBar(len(items), "eval"))
         if args.folds:
             scored = await score_all(router, items)
@@ -75,7 +75,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 async def _calibrate(args: argparse.Namespace, goal: Callable[[Confusion], cal.Score]
                      ) -> int:
-    config = load_file(args.config)
+    config = tool_config(args.config)
     items: list[LabelledPrompt] = load_jsonl(args.data)
     async with router_for(config, args.route) as router:
         labels = [*router.names, router.spec.catchall]
@@ -136,7 +136,7 @@ async def _tune(args: argparse.Namespace) -> int:
     from semproxy.quality.tune import propose_examples
     from semproxy.quality.tune import render as render_tune
 
-    config = load_file(args.config)
+    config = tool_config(args.config)
     route = next((r for r in config.routes if r.id == args.route), None)
     if route is None or route.semantic is None:
         raise ValueError(f"no semantic route with id {args.route!r}")

@@ -55,12 +55,19 @@ async def explain(config: GatewayConfig, route_id: str, prompt: str) -> dict[str
         return await explain_with(router, prompt_input(prompt))
 
 
+def exact(threshold: float) -> str:
+    """A threshold with every decimal it has (learned ones have 6, calibrated 4), at
+    least 2: rounded to 2, a learned 0.137852 read as 0.14 and hid why 0.1381 cleared."""
+    text = f"{threshold:.6f}".rstrip("0")
+    return text + "0" * max(0, 2 - len(text.partition(".")[2]))
+
+
 def render(result: dict[str, Any]) -> str:
     lines = [f"route {result['route']}: pick {result['pick']} ({result['reason']})"]
     for row in result["scores"]:
         mark = "*" if row["cleared"] else " "
         lines.append(f" {mark} {row['instance']:<24} {row['score']:>8.4f}  "
-                     f"threshold {row['threshold']:.2f}")
+                     f"threshold {exact(row['threshold'])}")
     if not result["scores"]:
         lines.append("   (no scores: embedding failed or no user text)")
     if result["margin"] is not None:
