@@ -230,8 +230,14 @@ def _quality_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
     cal.add_argument("--folds", type=int, default=5,
                      help="k-fold cross-validation: figures on prompts each fit did not see")
     cal.add_argument("--per-instance", action="store_true",
-                     help="also write per-instance thresholds (they overfit on CLINC150)")
-    cal.add_argument("--write", metavar="OUT.yaml", help="write the config with new thresholds")
+                     help="write the per-instance thresholds, not the best-measured row "
+                          "(they overfit on CLINC150)")
+    cal.add_argument("--write", metavar="OUT.yaml",
+                     help="write the config with the thresholds that measured best (the "
+                          "config's own, unchanged, when nothing fitted measures better)")
+    cal.add_argument("--allow-worse", action="store_true",
+                     help="with --write: write the fitted thresholds even when they measure "
+                          "worse than the config's own")
     cal.set_defaults(func=_calibrate)
     tune = sub.add_parser("tune", help="propose labelled prompts to add as examples")
     tune.add_argument("--config", required=True, help="gateway config file (YAML or JSON)")
@@ -242,7 +248,10 @@ def _quality_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
     tune.add_argument("--folds", type=int, default=5,
                       help="estimate the gain by k-fold cross-validation (0: skip)")
     tune.add_argument("--write", metavar="OUT.yaml",
-                      help="write the config with the proposed examples added")
+                      help="write the config with the proposed examples cross-validation "
+                           "supports added (none when it supports none)")
+    tune.add_argument("--allow-unsupported", action="store_true",
+                      help="with --write: add every proposed example, supported or not")
     tune.set_defaults(func=_tune)
 
 
