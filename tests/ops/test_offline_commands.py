@@ -11,6 +11,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+import yaml
 
 from .conftest import ROOT, cli_env
 
@@ -39,9 +40,9 @@ def run(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
 def files(tmp_path: Path) -> dict[str, str]:
     config = tmp_path / "semproxy.yaml"
     config.write_text(readme_config(), encoding="utf-8")
-    rows = [("write a python function that parses json", "reasoning"),
-            ("debug this segfault in my c program", "reasoning"),
-            ("explain how quicksort works", "reasoning"),
+    rows = [("write a python function that parses json", "strong"),
+            ("debug this segfault in my c program", "strong"),
+            ("explain how quicksort works", "strong"),
             ("translate good night into german", "cheap"),
             ("summarize this article in three lines", "cheap"),
             ("translate this email into spanish", "cheap"),
@@ -80,6 +81,17 @@ def test_the_tools_warn_about_an_unset_variable_and_do_their_work(
     assert any(UNSET in line for line in errors)
     # Human output: plain warning lines (and eval's progress), never a JSON log record.
     assert not [line for line in errors if line.lstrip().startswith("{")], done.stderr
+
+
+def test_the_readme_thresholds_are_the_ones_calibrate_measures(files: dict[str, str]) -> None:
+    done = run("calibrate", "--config", files["config"], "--route", "auto", "--data",
+               str(ROOT / "tests/quality/data/cost_routing/prompts.jsonl"), "--per-instance")
+    assert done.returncode == 0, done.stderr
+    fitted = dict(re.findall(r"^  (strong|cheap) +([\d.]+)$", done.stdout, re.M))
+    multi = yaml.safe_load(readme_config())["routes"][0]["plugins"]["ai-proxy-multi"]
+    written = {i["name"]: i.get("threshold") for i in multi["instances"]}
+    assert {name: float(t) for name, t in fitted.items()} == \
+        {"strong": written["strong"], "cheap": written["cheap"]}
 
 
 def test_serve_still_refuses_a_config_with_an_unset_variable(files: dict[str, str]) -> None:
