@@ -94,22 +94,17 @@ class StrongWorker:
     async def embed_batch(self, texts: Sequence[str]) -> Vectors:
         """Embed batch work behind every live prompt, one chunk of `batch` texts at a time.
 
-        Texts are chunked in order of length (a chunk pads little) and the rows
-        put back in the caller's order. Never shed: batch work waits its turn.
+        Never shed: batch work waits its turn. Only one chunk of a caller is queued
+        at a time, so a long eval holds no more of the queue than a short one.
         """
         await self.warm()
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         parts = []
-        for start in range(0, len(order), self.batch):
+        for start in range(0, len(texts), self.batch):
             future: asyncio.Future[Vectors] = asyncio.get_running_loop().create_future()
-            self._chunks.append(([texts[i] for i in order[start:start + self.batch]], future))
+            self._chunks.append((list(texts[start:start + self.batch]), future))
             self._kick()
             parts.append(await future)
-        if not parts:
-            return await self.embed_many(texts)
-        out = np.empty_like(parts[0], shape=(len(texts), parts[0].shape[1]))
-        out[order] = np.vstack(parts)
-        return out
+        return np.vstack(parts) if parts else await self.embed_many(texts)
 
     def _kick(self) -> None:
         if self._drainer is None or self._drainer.done():
