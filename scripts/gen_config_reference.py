@@ -132,6 +132,9 @@ CHECKS: dict[Lang, list[str]] = {
         "`semantic_opts.fallback` must name an instance and cannot be combined with "
         "`catchall`. Without either, the first instance is the catchall and `validate` "
         "warns.",
+        "A semantic route with no threshold anywhere (no `balancer.threshold` or "
+        "`semantic_opts.threshold`, no instance `threshold`) compares scores with 0.0, so "
+        "the catchall almost never serves: `validate` warns.",
         "`semantic_opts` is only valid with `balancer.algorithm: semantic`. Examples on a "
         "route that does not balance semantically are ignored, with a warning.",
         "The embeddings `provider` is `local` or a provider with an embeddings API "
@@ -148,6 +151,9 @@ CHECKS: dict[Lang, list[str]] = {
         "最多一个实例设置 `catchall: true`；兜底实例不能有 `examples`；"
         "`semantic_opts.fallback` 必须是已有实例名，且不能与 `catchall` 同时使用。"
         "两者都没有时，第一个实例就是兜底实例，`validate` 会给出警告。",
+        "语义路由上哪里都没有设置阈值（没有 `balancer.threshold` 或 "
+        "`semantic_opts.threshold`，实例也没有 `threshold`）时，分数与 0.0 比较，"
+        "兜底实例几乎不会被用到：`validate` 会给出警告。",
         "`semantic_opts` 只能与 `balancer.algorithm: semantic` 一起使用。非语义均衡的路由上"
         "的 examples 会被忽略，并给出警告。",
         "embeddings 的 `provider` 为 `local`，或是带有 embeddings 接口的提供方"

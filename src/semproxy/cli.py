@@ -13,6 +13,7 @@ from typing import NoReturn
 import orjson
 
 from semproxy.config.loader import load_file, parse_document
+from semproxy.config.runtime import GatewayConfig
 from semproxy.config.source import ConfigSource, EtcdSource, FileSource, SourceError
 from semproxy.errors import ConfigError, GatewayError
 from semproxy.observability.logging import setup_logging
@@ -74,8 +75,17 @@ def _serve(args: argparse.Namespace) -> int:
                args.max_connections)
 
 
+def tool_config(path: str) -> GatewayConfig:
+    """The config of a command that calls no upstream (explain, eval, calibrate, tune):
+    an unset `${VAR}` is a warning, not an error; warnings go to stderr as plain lines."""
+    config = load_file(path, allow_unset=True)
+    for warning in config.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return config
+
+
 def _validate(args: argparse.Namespace) -> int:
-    config = load_file(args.config)
+    config = load_file(args.config, allow_unset=True)  # a CI check needs no secrets
     for warning in config.warnings:
         print(f"warning: {warning}")
     routes = len(config.routes)
@@ -93,7 +103,7 @@ def _spend(args: argparse.Namespace) -> int:
 def _explain(args: argparse.Namespace) -> int:
     from semproxy.semantic.explain import explain, render
 
-    config = load_file(args.config)
+    config = tool_config(args.config)
     result = asyncio.run(explain(config, args.route, args.prompt))
     print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() if args.json
           else render(result))
@@ -145,8 +155,9 @@ def _push(args: argparse.Namespace) -> int:
 def parser() -> argparse.ArgumentParser:
     p = CommandParser(prog="semproxy", description="LLM gateway with semantic routing")
     p.add_argument("--version", action="version", version=f"semproxy {package_version()}")
-    p.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS,
-                   help="least severe log level written to stderr (default INFO)")
+    p.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS,
+                   help="least severe log level written to stderr (default INFO for serve; "
+                        "ERROR for the other commands, which print what they found)")
     p.add_argument("--log-format", choices=["json", "text"], default="json",
                    help="one JSON object per line, or plain text (default json)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -247,8 +258,14 @@ def _quality_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
     cal.add_argument("--folds", type=int, default=5,
                      help="k-fold cross-validation: figures on prompts each fit did not see")
     cal.add_argument("--per-instance", action="store_true",
-                     help="also write per-instance thresholds (they overfit on CLINC150)")
-    cal.add_argument("--write", metavar="OUT.yaml", help="write the config with new thresholds")
+                     help="write the per-instance thresholds, not the best-measured row "
+                          "(they overfit on CLINC150)")
+    cal.add_argument("--write", metavar="OUT.yaml",
+                     help="write the config with the thresholds that measured best (the "
+                          "config's own, unchanged, when nothing fitted measures better)")
+    cal.add_argument("--allow-worse", action="store_true",
+                     help="with --write: write the fitted thresholds even when they measure "
+                          "worse than the config's own")
     cal.set_defaults(func=_calibrate)
     tune = sub.add_parser("tune", help="propose labelled prompts to add as examples")
     tune.add_argument("--config", required=True, help="gateway config file (YAML or JSON)")
@@ -259,13 +276,17 @@ def _quality_parsers(sub: argparse._SubParsersAction[CommandParser]) -> None:
     tune.add_argument("--folds", type=int, default=5,
                       help="estimate the gain by k-fold cross-validation (0: skip)")
     tune.add_argument("--write", metavar="OUT.yaml",
-                      help="write the config with the proposed examples added")
+                      help="write the config with the proposed examples cross-validation "
+                           "supports added (none when it supports none)")
+    tune.add_argument("--allow-unsupported", action="store_true",
+                      help="with --write: add every proposed example, supported or not")
     tune.set_defaults(func=_tune)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    setup_logging(args.log_level, args.log_format)
+    setup_logging(args.log_level or ("INFO" if args.command == "serve" else "ERROR"),
+                  args.log_format)
     try:
         return int(args.func(args))
     except ConfigError as exc:

@@ -83,3 +83,15 @@ def test_blank_texts_embed_to_zero_and_order_is_kept(model) -> None:  # type: ig
     np.testing.assert_allclose(np.linalg.norm(vectors[[0, 2]], axis=1), 1.0, rtol=1e-5)
     alone = model.embed(["what is my balance"])
     assert float(alone[0] @ vectors[2]) > 0.99
+
+
+def test_a_text_gets_the_same_vector_whatever_is_embedded_beside_it(model) -> None:  # type: ignore[no-untyped-def]
+    # The int8 products quantize a whole activation matrix with one scale: batched,
+    # a prompt's vector moved with its neighbours (cosine 0.976 to itself alone), so
+    # the gateway, `explain` and `eval` could each route it differently.
+    texts = ["tell me a joke", "money for dinner", "split the bill",
+             "is my paycheck in my checking account yet, it has been three days"]
+    together = model.embed(texts)
+    for i, text in enumerate(texts):
+        assert np.array_equal(model.embed([text])[0], together[i]), text
+    assert np.array_equal(model.embed(texts[::-1])[::-1], together)

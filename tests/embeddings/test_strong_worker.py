@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -83,3 +84,45 @@ async def test_the_embedder_sheds_with_a_reason_and_embeds_batches_outside_the_q
     many = await embedder.embed(["a", "bb"])  # reference examples: not subject to the queue
     assert many[:, 0].tolist() == [1.0, 2.0]
     await embedder.worker.aclose()
+
+
+async def test_batch_work_waits_behind_every_live_prompt() -> None:
+    model = GatedModel()
+    worker = StrongWorker(lambda: model.embed, batch=2)
+    batch = StrongEmbedder(worker, "strong-test").for_batches()
+    texts = ["a", "bb", "ccc", "dddd", "eeeee"]
+    work = asyncio.create_task(batch.embed(texts))
+    await asyncio.sleep(0.05)  # the first chunk is now blocked in the thread
+    live = [worker.submit(t) for t in ("L1", "L2", "L3")]
+    model.gate.set()
+    vectors = await work
+    assert vectors[:, 0].tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]  # the caller's order
+    assert all(f is not None and f.done() for f in live)
+    # One chunk was running; every live prompt went before the next chunk.
+    assert model.passes == [["a", "bb"], ["L1", "L2"], ["L3"], ["ccc", "dddd"], ["eeeee"]]
+    await worker.aclose()
+
+
+async def test_live_prompts_keep_a_bounded_latency_while_batch_work_runs() -> None:
+    # An eval of thousands of prompts from the playground ran in one pass on the
+    # strong thread: live requests waited for all of it (p99 38 s for 3,000 prompts).
+    def slow(texts: Sequence[str]) -> np.ndarray:
+        time.sleep(0.002 * len(texts))  # 2 ms a text, as the int8 model on a busy box
+        return np.zeros((len(texts), 2), np.float32)
+
+    worker = StrongWorker(lambda: slow, capacity=16, batch=16)
+    batch = StrongEmbedder(worker, "strong-test").for_batches()
+    live = StrongEmbedder(worker, "strong-test")
+    await worker.warm()
+    work = asyncio.create_task(batch.embed([f"prompt {i}" for i in range(1500)]))  # 3 s
+    waits = []
+    await asyncio.sleep(0.05)
+    for _ in range(15):
+        started = time.perf_counter()
+        await live.embed(["a live prompt"])
+        waits.append(time.perf_counter() - started)
+        await asyncio.sleep(0.03)
+    assert not work.done()  # the batch really ran meanwhile
+    assert max(waits) < 0.5, waits  # one chunk (32 ms) ahead at most, plus a loaded box
+    assert len(await work) == 1500
+    await worker.aclose()

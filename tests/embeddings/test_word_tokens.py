@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import random
+import string
+import tracemalloc
 from typing import Any
 
 import pytest
 
-from semproxy.embeddings.local import WordTokens, digit_ids, load_model
+from semproxy.embeddings.local import WordTokens, digit_ids, entry_bytes, load_model
 
 WORDS = ["explain", "the", "rust", "borrow", "error", "for", "a", "beginner", "(ref", "café",
          "naïve", "GPU", "k8s", "x86_64", "v1.2.3", "$5", "1,000", "3rd", "2026-11-30",
@@ -56,3 +58,40 @@ def test_without_the_digit_rule_words_are_still_exact(tokenizer: Any) -> None:
     tokens._digits = None  # a tokenizer whose merges join digits takes the plain path
     for text in ["build 2026 release", "x86_64 v1.2.3", "pay $5 (ref 123456789)"]:
         assert tokens.ids(text) == reference(tokenizer, text)
+
+
+def _flood(tokens: WordTokens, texts: list[str]) -> int:
+    """Python memory still held after tokenizing `texts` (tracemalloc, bytes)."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for text in texts:
+            tokens.ids(text)
+        return tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_flood_of_unique_long_words_leaves_the_cache_empty(tokenizer: Any) -> None:
+    # 1,000 characters without a space, new every time (what a probe sends): each
+    # was kept, about 11 KB apiece; 65,536 of them held 1.7 GB per worker.
+    rng = random.Random(3)
+    tokens = WordTokens(tokenizer)
+    texts = ["".join(rng.choices(string.ascii_lowercase, k=1000)) for _ in range(800)]
+    texts += ["".join(rng.choices("😀🎉🔥👍🚀🙂", k=1000)) for _ in range(100)]
+    assert _flood(tokens, texts) < 2 << 20
+    assert tokens.cached_bytes == 0
+
+
+def test_the_word_cache_never_holds_more_than_its_bound_in_bytes(tokenizer: Any) -> None:
+    rng = random.Random(4)
+    bound = 256 << 10
+    tokens = WordTokens(tokenizer, max_bytes=bound)
+    texts = [" ".join("".join(rng.choices(string.ascii_lowercase, k=rng.randint(3, 12)))
+                      for _ in range(100)) for _ in range(200)]  # 20,000 new words
+    held = _flood(tokens, texts)
+    assert 0 < tokens.cached_bytes <= bound
+    assert held < 2 * bound  # the count is honest: memory follows it
+    counted = sum(entry_bytes(k, v) for cache in (tokens._words, tokens._pieces)
+                  for k, v in cache.items())
+    assert counted == tokens.cached_bytes

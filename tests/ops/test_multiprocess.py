@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -99,3 +100,19 @@ def test_workers_bind_the_configs_listen_when_no_listen_flag_is_given(tmp_path: 
         assert proc.wait(10) == 0
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+def test_a_taken_port_is_one_clear_line_with_two_workers(tmp_path: Path) -> None:
+    path = tmp_path / "semproxy.yaml"
+    path.write_text(yaml.safe_dump(route_config([instance("echo")])))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "semproxy", "serve", "--config", str(path), "--workers", "2",
+             "--listen", f"127.0.0.1:{port}"],
+            env=cli_env(), capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode != 0
+    assert done.stderr.splitlines() == [
+        f"semproxy serve: cannot listen on 127.0.0.1:{port}: Address already in use"]

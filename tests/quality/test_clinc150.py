@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,17 +20,19 @@ from semproxy.quality.clinc150 import (
     by_typicality,
     convert,
     domain_examples,
+    load_dataset,
     route_config,
 )
 
-DATA = Path(__file__).resolve().parents[2] / "../shared/data/clinc150_train_val.json"
-pytestmark = pytest.mark.skipif(not DATA.exists(),
-                                reason=f"CLINC150 data not found at {DATA}")
+from .conftest import CLINC150, CLINC150_MISSING
+
+DATA = CLINC150
+pytestmark = pytest.mark.skipif(not DATA.exists(), reason=CLINC150_MISSING)
 
 
 @pytest.fixture(scope="module")
 def small() -> dict[str, Any]:
-    full = json.loads(DATA.read_text())
+    full = load_dataset(DATA)  # either layout
     keep = ["banking", "travel"]
     return {"domains": {d: full["domains"][d] for d in keep},
             "splits": {s: [r for r in rows if r[2] in keep][:: 20]
@@ -128,3 +133,15 @@ def test_convert_with_typical_picks_uses_the_local_model(small: dict[str, Any],
     again, _ = convert(source, tmp_path / "again", k=4, seed=5, pick="typical")
     assert "most typical of each intent first" in config_path.read_text()
     assert yaml.safe_load(config_path.read_text()) == yaml.safe_load(again.read_text())
+
+
+def test_without_the_data_the_tests_skip_saying_how_to_get_it(tmp_path: Path) -> None:
+    env = {**os.environ, "SEMPROXY_CLINC150": str(tmp_path / "absent.json")}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+                           str(Path(__file__).with_name("test_conversation_floor.py")), __file__,
+                           "-k", "not how_to_get_it"],
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    skipped = [line for line in done.stdout.splitlines() if line.startswith("SKIPPED")]
+    assert done.returncode == 0 and skipped, done.stdout
+    assert all("github.com/clinc/oos-eval" in line and "SEMPROXY_CLINC150" in line
+               for line in skipped), skipped

@@ -23,9 +23,11 @@ from semproxy.quality.conversations import load_conversations, rates, route_conv
 from semproxy.quality.rate import Rate
 from semproxy.semantic.router import router_for
 
-CLINC = Path(__file__).resolve().parents[2] / "../shared/data/clinc150_train_val.json"
+from .conftest import CLINC150, CLINC150_MISSING
+
+CLINC = CLINC150
 DATA = Path(__file__).parent / "data/conversations"
-pytestmark = pytest.mark.skipif(not CLINC.exists(), reason=f"CLINC150 data not found at {CLINC}")
+pytestmark = pytest.mark.skipif(not CLINC.exists(), reason=CLINC150_MISSING)
 
 # (file, rate key): floor. Measured 2026-12-02 with cue_margin 0.08: test 95.8% (161/168),
 # 91.4% (170/186), 92.7% (230/248); test2 92.6% (151/163), 90.2% (212/235), 94.7%

@@ -53,8 +53,11 @@ def test_calibrate_cli_writes_a_config_that_keeps_comments(
         "who painted the mona lisa", "the history of rome", "best football team ever")]
     data.write_text("\n".join(json.dumps(x) for x in [*LABELLED, *off_topic]))
     out = tmp_path / "calibrated.yaml"
+    # The config's own thresholds route these prompts perfectly and the fitted one does
+    # worse by cross-validation, so only --allow-worse writes it (tests/quality/
+    # test_calibrate_write.py has the default).
     code = main(["calibrate", "--config", str(config), "--route", "r1", "--data", str(data),
-                 "--folds", "2", "--write", str(out)])
+                 "--folds", "2", "--write", str(out), "--allow-worse"])
     assert code == 0
     printed = capsys.readouterr().out
     assert "before (config)" in printed and "balancer threshold" in printed

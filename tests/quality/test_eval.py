@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,21 @@ def test_eval_cli_reports_a_hand_checkable_confusion_matrix(
     assert out["decisions_per_second"] > 0
     page = (report / "index.html").read_text()
     assert "Confusion matrix" in page and "<td>general</td>" in page
+
+
+def test_the_html_report_keeps_the_counts_and_intervals_the_cli_prints(
+    tmp_path: Path, config_text: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config, data = write_inputs(tmp_path, config_text)
+    report = tmp_path / "report"
+    assert main(["eval", "--config", str(config), "--route", "r1", "--data", str(data),
+                 "--folds", "0", "--report", str(report)]) == 0
+    printed = re.findall(r"\((\d+/\d+), 95% CI ([\d.]+-[\d.]+%)\)", capsys.readouterr().out)
+    assert len(printed) == 5  # accuracy, in-scope, out-of-scope, precision, top-1
+    page = (report / "index.html").read_text()
+    for count, interval in printed:
+        assert f"<td>{count}</td><td>{interval}</td>" in page, (count, interval)
+    assert "<th>95% interval</th>" in page
 
 
 def test_eval_without_arguments_says_what_it_needs(capsys: pytest.CaptureFixture[str]) -> None:

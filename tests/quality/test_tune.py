@@ -18,8 +18,13 @@ from semproxy.semantic.router import router_for
 
 # Prompts labelled for the quality route: some are far from every example of
 # their own instance (a cooking prompt about knives, a weather prompt about
-# pollen), so adding them as examples has something to fix.
+# pollen), and the UV-index ones go to cooking, so adding one as a weather
+# example has something to fix.
 TUNE_DATA = [
+    {"prompt": "uv index this afternoon", "instance": "weather"},
+    {"prompt": "what is the uv index this afternoon", "instance": "weather"},
+    {"prompt": "uv index at noon today", "instance": "weather"},
+    {"prompt": "how strong is the uv index this afternoon", "instance": "weather"},
     {"prompt": "write a python function that reverses a list", "instance": "code"},
     {"prompt": "the javascript code throws an error, fix the bug", "instance": "code"},
     {"prompt": "sharpen a chef knife for chopping onions", "instance": "cooking"},

@@ -7,15 +7,20 @@ Skipped without the `accurate` extra or the MiniLM weights package.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp.test_utils import TestClient, TestServer
 from tests.conftest import GatewayFactory, chat, instance, route_config
 
+from semproxy.config.loader import load_data
 from semproxy.embeddings import minilm_onnx
-from semproxy.semantic.explain import explain_with
-from semproxy.semantic.query import RoutingInput
+from semproxy.semantic.explain import explain, explain_with
+from semproxy.semantic.query import RoutingInput, prompt_input
+from semproxy.semantic.router import router_for
+from semproxy.server.app import Gateway, build_app
 
 from .conftest import BANKING, COOKING, ask
 
@@ -95,3 +100,66 @@ async def test_explain_shows_the_thresholds_of_the_stage_that_decided(
         assert shown == (strong if stage == "strong" else fast), (prompt, stage)
         seen.add(stage)
     assert seen == {"fast", "strong"}  # both stages decided some of the prompts
+
+
+# Close calls under wordllama that MiniLM decides otherwise ("cheap meals on a budget":
+# wordllama says default, MiniLM cooking), and clear ones.
+CLOSE_CALLS = ["cheap meals on a budget", "tell me a joke", "money for dinner",
+               "what should i cook tonight", "buy groceries with credit", "split the bill",
+               "i think someone stole my debit card number"]
+
+
+async def test_the_first_prompt_after_start_is_decided_by_the_strong_stage(
+    gateway: GatewayFactory, http: aiohttp.ClientSession
+) -> None:
+    gw = await gateway(accurate_route())
+    router = gw.gateway.table.routes[0].semantic
+    assert router.strong_state == "ready"  # start() waited for it
+    async with http.get(f"{gw.url}/healthz") as resp:
+        assert resp.status == 200
+        assert (await resp.json())["strong_stage"] == "ready"
+    answer = await ask(http, gw, chat("cheap meals on a budget"))
+    assert (answer.served_by, router.stages["strong"]) == ("cooking", 1)
+
+
+async def test_healthz_says_starting_until_the_strong_stage_is_loaded() -> None:
+    gateway = Gateway(load_data(accurate_route(), {}))
+    async with TestClient(TestServer(build_app(gateway))) as client:
+        early = await client.get("/healthz")
+        assert early.status == 503
+        assert (await early.json())["strong_stage"] == "loading"
+        await gateway.start()
+        ready = await client.get("/healthz")
+        assert (ready.status, (await ready.json())["status"]) == (200, "ok")
+
+
+async def test_explain_and_eval_decide_every_prompt_alike() -> None:
+    config = load_data(accurate_route(), {})
+    explained = [(await explain(config, "r1", p))["pick"] for p in CLOSE_CALLS]
+    async with router_for(config, "r1") as router:
+        evaluated = [d.pick for d in await router.route_many(
+            [prompt_input(p) for p in CLOSE_CALLS])]
+    assert explained == evaluated
+    assert explained[0] == "cooking"  # the strong stage's pick; wordllama alone says default
+
+
+async def test_live_close_calls_keep_their_latency_while_a_batch_eval_runs(
+    gateway: GatewayFactory, http: aiohttp.ClientSession
+) -> None:
+    gw = await gateway(accurate_route())
+    live = gw.gateway.table.routes[0].semantic.cascade.strong  # the live router's strong stage
+    texts = [f"{CLOSE_CALLS[i % len(CLOSE_CALLS)]} number {i}" for i in range(1200)]
+    async with router_for(gw.gateway.config, "r1") as batch_router:
+        await batch_router.references()
+        work = asyncio.create_task(batch_router.cascade.strong.score_turns(texts))
+        await asyncio.sleep(0.1)
+        waits = []
+        for n in range(10):
+            started = time.perf_counter()
+            await live.score_turns([f"pay for dinner with my card, take {n}"])
+            waits.append(time.perf_counter() - started)
+        # One chunk of 16 ahead at most (a few ms a prompt); before, the whole eval was.
+        assert max(waits) < 1.0, waits
+        assert not work.done()  # the eval was running all along
+        scores = (await work)[1]
+    assert scores.shape == (1200, 2)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from tests.conftest import route_config
@@ -12,7 +13,7 @@ from semproxy.config.loader import load_data
 from semproxy.embeddings.strong import StrongEmbedder, StrongWorker
 from semproxy.semantic.cascade import CascadeRule, CascadeScorer
 from semproxy.semantic.query import RoutingInput
-from semproxy.semantic.router import open_router
+from semproxy.semantic.router import SemanticRouter, open_router, strong_readiness
 from semproxy.semantic.scorer import PromptScorer, ScoredInstance
 
 
@@ -45,6 +46,10 @@ class KeywordEmbedder:
 
     def embed_blocking(self, texts: Sequence[str]) -> np.ndarray:
         return asyncio.run(self.embed(texts))
+
+    def load(self) -> Callable[[Sequence[str]], np.ndarray]:
+        """What `StrongWorker` calls to load the model."""
+        return self.embed_blocking
 
     async def aclose(self) -> None:
         pass
@@ -133,3 +138,67 @@ async def test_under_the_cascade_a_turn_the_strong_model_decides_is_checked_agai
     assert (vague.pick, vague.context) == ("ex", (1.0, 0.0))
     assert (clear.pick, clear.context) == ("why", (0.0, 1.0))
     await worker.aclose()
+
+
+def _vague_router(worker: StrongWorker, fast: KeywordEmbedder) -> SemanticRouter:
+    """ex ('x') and why ('y'); 'something vague' ties under the fast model and goes to
+    'why' under the strong one."""
+    instances = [{"name": n, "provider": "echo", "weight": 1, "options": {"model": n},
+                  "examples": [n[-1]]} for n in ("ex", "why")]
+    config = load_data(route_config(instances, balancer={
+        "algorithm": "semantic", "threshold": 0.5}, embeddings={"provider": "local"}), {})
+    return open_router(config.routes[0], fast,  # type: ignore[arg-type]
+                       StrongEmbedder(worker, "strong"))
+
+
+async def test_a_decision_the_full_strong_queue_could_not_take_is_not_remembered() -> None:
+    worker = StrongWorker(KeywordEmbedder("strong", (0.2, 0.98)).load, capacity=0)
+    router = _vague_router(worker, KeywordEmbedder("fast", (0.7, 0.7)))
+    await router.references()
+    first = await router.route(RoutingInput("something vague"))
+    again = await router.route(RoutingInput("something vague"))
+    assert (first.cached, again.cached) == (False, False)  # asked again, not the shed guess
+    assert router.stages["shed"] == 2
+    clear = [await router.route(RoutingInput("x marks the spot")) for _ in range(2)]
+    assert [r.cached for r in clear] == [False, True]  # the fast stage's own decisions are
+    await worker.aclose()
+
+
+async def test_a_decision_made_before_the_strong_stage_was_ready_is_not_remembered() -> None:
+    worker = StrongWorker(KeywordEmbedder("strong", (0.2, 0.98)).load)
+    router = _vague_router(worker, KeywordEmbedder("fast", (0.7, 0.7)))
+    early = await router.route(RoutingInput("something vague"))  # nothing built yet
+    assert (early.decision.pick, router.stages["strong_unavailable"]) == ("ex", 1)
+    for _ in range(100):
+        if router.strong_state == "ready":
+            break
+        await asyncio.sleep(0.02)
+    later = await router.route(RoutingInput("something vague"))
+    assert (later.cached, later.decision.pick, router.stages["strong"]) == (False, "why", 1)
+    await worker.aclose()
+
+
+async def test_the_router_is_ready_once_both_stages_are_and_says_when_the_strong_one_failed(
+) -> None:
+    worker = StrongWorker(KeywordEmbedder("strong", (0.2, 0.98)).load)
+    router = _vague_router(worker, KeywordEmbedder("fast", (0.7, 0.7)))
+    assert router.strong_state == "loading"
+    await router.references()  # what the gateway awaits before it listens
+    assert router.strong_state == "ready"
+    assert (await router.route(RoutingInput("something vague"))).decision.pick == "why"
+
+    def broken() -> Any:
+        raise OSError("weights missing")
+
+    dead = StrongWorker(broken)
+    failed = _vague_router(dead, KeywordEmbedder("fast", (0.7, 0.7)))
+    await failed.references()  # the fast stage serves: no exception
+    assert failed.strong_state == "failed"
+    assert strong_readiness([router, failed]) == "failed"
+    assert strong_readiness([failed, _vague_router(dead, KeywordEmbedder("f", (0.7, 0.7)))]) \
+        == "loading"
+    routed = [await failed.route(RoutingInput("something vague")) for _ in range(2)]
+    assert [r.cached for r in routed] == [False, False]
+    assert failed.strong_state == "failed"  # retried, still reported failed (no flapping)
+    await worker.aclose()
+    await dead.aclose()

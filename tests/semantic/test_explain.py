@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 import sys
 from pathlib import Path
@@ -70,6 +71,15 @@ async def test_explain_prints_every_score_threshold_the_pick_and_the_reason(
     assert float(lines[1].split()[2]) > 0.5 > float(lines[2].split()[1])
     assert weather.splitlines()[0] == "route auto: pick default (below_threshold)"
     assert " code " in weather and " translate " in weather
+
+
+async def test_explain_prints_thresholds_with_every_decimal_they_have(tmp_path: Path) -> None:
+    config = copy.deepcopy(CONFIG)
+    multi = config["routes"][0]["plugins"]["ai-proxy-multi"]
+    multi["balancer"]["threshold"] = 0.137852  # as `threshold: auto` learns them
+    multi["instances"][1]["threshold"] = 0.4567  # as `calibrate` writes them
+    lines = (await explain(write_config(tmp_path, config), PROMPTS[0])).splitlines()
+    assert lines[1].endswith("threshold 0.137852") and lines[2].endswith("threshold 0.4567")
 
 
 async def test_explain_json_picks_what_the_gateway_picks(

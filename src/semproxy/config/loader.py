@@ -131,14 +131,20 @@ def _is_branch_tag(part: str) -> bool:
     return "[" in part or part in {"str", "int", "list", "function-after", "literal"}
 
 
-def load_data(data: Any, env: Mapping[str, str] | None = None) -> GatewayConfig:
-    """Validate a parsed document and build the runtime config (or raise ConfigError)."""
+def load_data(data: Any, env: Mapping[str, str] | None = None, allow_unset: bool = False
+              ) -> GatewayConfig:
+    """Validate a parsed document and build the runtime config (or raise ConfigError).
+
+    `allow_unset` (commands that call no upstream): a `${VAR}` that is not set is
+    a warning, its reference left as written, instead of an error.
+    """
     if not isinstance(data, dict):
         raise ConfigError(["<root>: the config must be a mapping"])
     if is_deeper_than(data, MAX_DEPTH):
         raise ConfigError([f"<root>: nests deeper than {MAX_DEPTH} levels"])
     document = data
-    data, errors = expand(data, os.environ if env is None else env)
+    unset: list[str] | None = [] if allow_unset else None
+    data, errors = expand(data, os.environ if env is None else env, unset)
     if errors:
         raise ConfigError(errors)
     try:
@@ -146,23 +152,26 @@ def load_data(data: Any, env: Mapping[str, str] | None = None) -> GatewayConfig:
     except ValidationError as exc:
         raise ConfigError(validation_messages(exc)) from exc
     config = build(raw, digest(mask_secrets(data))[:12], document)
+    warnings = (*(f"{u} (left as written; `serve` refuses to start without it)"
+                  for u in unset or ()), *config.warnings)
     # The fingerprint covers the secrets too, so a rotated key is a new version to
     # apply. It is never shown: a hash of a secret lets anyone test guesses offline
     # (a 4-digit admin key fell in 4,822 tries), so the version shown is the hash
     # of the masked document.
-    return dataclasses.replace(config, fingerprint=digest(data))
+    return dataclasses.replace(config, fingerprint=digest(data), warnings=warnings)
 
 
 def digest(data: Any) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def load_text(text: str, source: str = "<config>", env: Mapping[str, str] | None = None
-              ) -> GatewayConfig:
-    return load_data(parse_document(text, source), env)
+def load_text(text: str, source: str = "<config>", env: Mapping[str, str] | None = None,
+              allow_unset: bool = False) -> GatewayConfig:
+    return load_data(parse_document(text, source), env, allow_unset)
 
 
-def load_file(path: str | Path, env: Mapping[str, str] | None = None) -> GatewayConfig:
+def load_file(path: str | Path, env: Mapping[str, str] | None = None,
+              allow_unset: bool = False) -> GatewayConfig:
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -170,4 +179,4 @@ def load_file(path: str | Path, env: Mapping[str, str] | None = None) -> Gateway
         raise ConfigError([f"{p}: cannot read: {exc.strerror}"]) from exc
     except UnicodeDecodeError as exc:
         raise ConfigError([f"{p}: not UTF-8 text (byte {exc.start})"]) from exc
-    return load_text(text, str(p), env)
+    return load_text(text, str(p), env, allow_unset)

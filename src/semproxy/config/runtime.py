@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -23,8 +22,6 @@ from semproxy.governance.plan import GovernancePlan, compile_plan
 from semproxy.providers.base import ChatProvider, EmbeddingsProvider, EmbeddingsRelay
 from semproxy.providers.http import NetPolicy, Target, TlsFiles
 from semproxy.providers.registry import LOCAL_EMBEDDINGS, PROVIDERS, embedding_provider_names
-
-log = logging.getLogger("semproxy.config")
 
 TRANSIENT_5XX = frozenset(range(500, 600))
 
@@ -167,8 +164,8 @@ def build(raw: s.Root, version: str, document: Mapping[str, Any] | None = None
         errs.add("admin.key", refusal)
     if errs.items:
         raise ConfigError(errs.items)
-    for warning in errs.warnings:
-        log.warning("config: %s", warning)
+    # Warnings travel with the config: the gateway's sources log them, the
+    # commands print them (each exactly once).
     return GatewayConfig(
         listen=raw.listen, admin=raw.admin, routes=tuple(routes), version=version,
         shutdown_grace_s=raw.shutdown_grace, raw=raw, warnings=tuple(errs.warnings),
@@ -366,6 +363,7 @@ def _semantic(
     if emb is None or catchall is None:
         return None
     auto = opts is None and balancer.threshold == "auto"
+    _warn_unset_threshold(multi, ppath, errs)
     return SemanticSpec(
         threshold=opts.threshold if opts else 0.0 if auto else float(balancer.threshold),
         auto_threshold=auto,
@@ -375,6 +373,22 @@ def _semantic(
         center=balancer.center, background_weight=balancer.background_weight,
         conversation=balancer.conversation if balancer.context == "conversation" else None,
     )
+
+
+def _warn_unset_threshold(multi: s.AIProxyMulti, ppath: str, errs: _Errors) -> None:
+    """A semantic route whose instances have no threshold at all scores against 0.0:
+    nearly every prompt clears it, so the catchall almost never serves."""
+    opts = multi.semantic_opts
+    where, given = ("semantic_opts.threshold", "threshold" in opts.model_fields_set) \
+        if opts is not None else ("balancer.threshold", "threshold" in
+                                  multi.balancer.model_fields_set)
+    bare = [i.name for i in multi.instances if i.examples and i.threshold is None]
+    if given or not bare:
+        return
+    errs.warnings.append(
+        f"{ppath}.{where}: not set, so it is 0.0: nearly every prompt clears it on "
+        f"{', '.join(bare)} and the catchall almost never serves; set a threshold "
+        "(`semproxy calibrate` measures one on labelled prompts) or `threshold: auto`")
 
 
 def _catchall(multi: s.AIProxyMulti, ppath: str, errs: _Errors) -> str | None:

@@ -10,6 +10,12 @@ as literal text; so is a shell-style `$KEY`, which no config format expands.
 
 Each step reads the document as written, so a value that came out of the
 environment is never scanned again (a password may contain `$`).
+
+A variable that is not set is an error, except for the commands that never
+call an upstream (`validate`, `explain`, `eval`, `calibrate`, `tune`): they
+pass an `unset` list, and such a reference is then left as written and
+reported there, so a config can be checked in CI or tuned on a laptop
+without its secrets. `serve` always refuses.
 """
 
 from __future__ import annotations
@@ -40,42 +46,67 @@ def is_credential(keys: tuple[str, ...]) -> bool:
             or keys[-3:] == ("checks", "active", "req_headers"))
 
 
-def expand(node: Any, env: Mapping[str, str]) -> tuple[Any, list[str]]:
-    """The document with its references filled in, and one "path: problem" per failure."""
+def expand(node: Any, env: Mapping[str, str], unset: list[str] | None = None
+           ) -> tuple[Any, list[str]]:
+    """The document with its references filled in, and one "path: problem" per failure.
+
+    With `unset`, a variable that is not set is no failure: its reference is left
+    as written and "path: environment variable NAME is not set" goes to `unset`.
+    """
     errors: list[str] = []
-    return _walk(node, env, (), "", errors), errors
+    return _walk(node, _Found(env, errors, unset), (), ""), errors
 
 
-def _walk(node: Any, env: Mapping[str, str], keys: tuple[str, ...], path: str,
-          errors: list[str]) -> Any:
+class _Found:
+    """Where one expansion reads variables and reports what it could not fill."""
+
+    def __init__(self, env: Mapping[str, str], errors: list[str], unset: list[str] | None
+                 ) -> None:
+        self.env = env
+        self.errors = errors
+        self.unset = unset
+
+    def missing(self, path: str, name: str, written: str) -> str:
+        """What an unset variable without a default becomes (and its report)."""
+        message = f"{path}: environment variable {name} is not set"
+        if self.unset is None:
+            self.errors.append(message)
+            return ""
+        self.unset.append(message)
+        return written
+
+
+def _walk(node: Any, found: _Found, keys: tuple[str, ...], path: str) -> Any:
     if isinstance(node, str):
-        return _string(node, env, is_credential(keys), path or "<root>", errors)
+        return _string(node, found, is_credential(keys), path or "<root>")
     if isinstance(node, dict):
-        return {k: _walk(v, env, (*keys, str(k)), f"{path}.{k}" if path else str(k), errors)
+        return {k: _walk(v, found, (*keys, str(k)), f"{path}.{k}" if path else str(k))
                 for k, v in node.items()}
     if isinstance(node, list):
-        return [_walk(v, env, keys, f"{path}[{i}]", errors) for i, v in enumerate(node)]
+        return [_walk(v, found, keys, f"{path}[{i}]") for i, v in enumerate(node)]
     return node
 
 
-def _string(text: str, env: Mapping[str, str], is_secret_place: bool, path: str,
-            errors: list[str]) -> str:
+def _string(text: str, found: _Found, is_secret_place: bool, path: str) -> str:
     if "$" not in text:
         return text
     problem = _refusal(text, is_secret_place)
     if problem is not None:
-        errors.append(f"{path}: {problem}")
+        found.errors.append(f"{path}: {problem}")
         return text
+    env = found.env
 
     def fill(m: re.Match[str]) -> str:
         if is_secret_place and m.group(3) is not None:  # VARIABLE alone has two groups
-            return _env_ref(m.group(3), m.group(4), env, path, errors)
+            if m.group(3) not in env:
+                return found.missing(path, m.group(3), m.group(0))
+            return _env_ref(m.group(3), m.group(4), env, path, found.errors)
         name, default = m.group(1), m.group(2)
         if name in env:
             return env[name]
         if default is None:
-            errors.append(f"{path}: environment variable {name} is not set")
-        return default or ""
+            return found.missing(path, name, m.group(0))
+        return default
 
     # Outside credentials `_refusal` has turned any $env:// away: only ${VAR} is left.
     return _ANY_REF.sub(fill, text)
@@ -99,9 +130,7 @@ def _refusal(text: str, is_secret_place: bool) -> str | None:
 
 def _env_ref(name: str, key: str | None, env: Mapping[str, str], path: str,
              errors: list[str]) -> str:
-    if name not in env:
-        errors.append(f"{path}: environment variable {name} is not set")
-        return ""
+    """`$env://name` or `$env://name/key` of a variable that is set."""
     if key is None:
         return env[name]
     try:

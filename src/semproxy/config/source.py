@@ -41,6 +41,13 @@ class ConfigSource(Protocol):
     async def aclose(self) -> None: ...
 
 
+def logged(config: GatewayConfig) -> GatewayConfig:
+    """`config`, its warnings written to the log (once per version loaded)."""
+    for warning in config.warnings:
+        log.warning("config: %s", warning)
+    return config
+
+
 class FileSource:
     """A config file, polled for changes (mtime, size and content) every `interval_s`.
 
@@ -63,7 +70,7 @@ class FileSource:
 
     async def load(self) -> GatewayConfig:
         self._seen = self._stamp()
-        return await asyncio.to_thread(load_file, self.path)
+        return logged(await asyncio.to_thread(load_file, self.path))
 
     async def save(self, document: dict[str, Any]) -> None:
         """Write atomically (temp file + rename) so a watcher never reads half a file."""
@@ -124,7 +131,7 @@ class EtcdSource:
         # The replica's own --listen is applied by the runner, never written into the
         # document: admin writes save this document back to etcd for every replica.
         doc = document_from_etcd([(kv.key, kv.value) for kv in kvs], self.prefix)
-        return await asyncio.to_thread(load_data, doc)
+        return logged(await asyncio.to_thread(load_data, doc))
 
     async def changes(self) -> AsyncIterator[None]:
         """Yield on every change; reconnect with backoff, resume after the last revision.

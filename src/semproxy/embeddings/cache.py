@@ -9,6 +9,7 @@ share one in-flight call instead of each paying for it.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 
@@ -19,7 +20,23 @@ from semproxy.embeddings import Embedder, Vectors
 from semproxy.errors import EmbeddingError
 
 Row = npt.NDArray[np.float32]
-Key = tuple[str, str]
+Key = tuple[str, str | bytes]
+
+# Prompts longer than this are keyed by a 16-byte digest. A prompt may be 16 KiB
+# of 4-byte characters (64 KiB as a str): 4,096 such keys held 330 MB more than
+# short ones. Most prompts are shorter and keep their text as key (no hashing).
+MAX_KEY_CHARS = 256
+
+
+def bounded_key(text: str) -> str | bytes:
+    """A cache key for `text` of at most MAX_KEY_CHARS characters or 16 bytes.
+
+    A str and a bytes key never compare equal, so a digest cannot collide with
+    a short text; two long texts collide only if BLAKE2b-128 does.
+    """
+    if len(text) <= MAX_KEY_CHARS:
+        return text
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 class CachedEmbedder:
@@ -76,7 +93,7 @@ class CachedEmbedder:
         shared: dict[str, asyncio.Future[Row]],
         missing: list[str],
     ) -> None:
-        key = (self.fingerprint, text)
+        key = (self.fingerprint, bounded_key(text))
         row = self._entries.get(key)
         if row is not None:
             self._entries.move_to_end(key)
@@ -95,8 +112,9 @@ class CachedEmbedder:
         """One batched call to `inner` for `texts`, published to concurrent callers."""
         loop = asyncio.get_running_loop()
         futures = {text: loop.create_future() for text in texts}
+        keys = {text: (self.fingerprint, bounded_key(text)) for text in texts}
         for text, future in futures.items():
-            self._inflight[(self.fingerprint, text)] = future
+            self._inflight[keys[text]] = future
         try:
             rows = _split(await self._inner.embed(texts), len(texts))
         except EmbeddingError as exc:
@@ -108,13 +126,13 @@ class CachedEmbedder:
             _fail(futures.values(), EmbeddingError(f"shared embedding call failed: {exc!r}"))
             raise
         finally:
-            for text in texts:
-                self._inflight.pop((self.fingerprint, text), None)
+            for key in keys.values():
+                self._inflight.pop(key, None)
         result = dict(zip(texts, rows, strict=True))
         self._check_dim(rows)
         for text, row in result.items():
             futures[text].set_result(row)
-            self._store((self.fingerprint, text), row)
+            self._store(keys[text], row)
         return result
 
     def _check_dim(self, rows: list[Row]) -> None:

@@ -55,13 +55,17 @@ class EmbedderPool:
             self._chains[key] = chain
         return chain
 
-    def strong(self, spec: EmbeddingSpec) -> Embedder | None:
-        """The second stage of a cascading local model (`model: accurate`), else None."""
+    def strong(self, spec: EmbeddingSpec, batch_work: bool = False) -> Embedder | None:
+        """The second stage of a cascading local model (`model: accurate`), else None.
+
+        `batch_work`: for evals and calibrations, which share the process's strong
+        thread with live traffic and so wait behind every live prompt.
+        """
         build = LOCAL_MODELS[spec.model or DEFAULT_LOCAL_MODEL].strong \
             if spec.client is None else None
         if build is None:
             return None
-        embedder = build()
+        embedder = build().for_batches() if batch_work else build()
         self.strong_workers.add(embedder.worker)
         return embedder
 

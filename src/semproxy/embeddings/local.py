@@ -12,6 +12,7 @@ import importlib
 import itertools
 import logging
 import re
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
@@ -40,6 +41,18 @@ MODEL_DIM = 256
 # hop, so it goes to a thread.
 INLINE_MAX_TEXTS = 32
 INLINE_MAX_CHARS = 1024
+
+# The per-word token cache (`WordTokens`) is bounded by what it holds in bytes,
+# not by its count of entries: 65,536 entries of 1,000-character "words" (no
+# spaces: hashes, base64, emoji) held 1.7 GB. Such a word is never seen twice,
+# so words longer than MAX_CACHED_CHARS are tokenized each time and not kept;
+# English words are far shorter. MAX_CACHE_BYTES holds about 40,000 words.
+MAX_CACHE_BYTES = 8 << 20
+MAX_CACHED_CHARS = 48
+# What one entry costs beyond its key and id list: its slot in the dict's tables
+# (about 100 bytes at CPython 3.11's load factor) and each id's int object.
+_SLOT_BYTES = 104
+_INT_BYTES = 28
 
 
 @functools.cache
@@ -163,11 +176,12 @@ class WordTokens:
     more than the rest of the embedding when the prompt ends in a fresh number.
     """
 
-    def __init__(self, tokenizer: Any, max_words: int = 65536) -> None:
+    def __init__(self, tokenizer: Any, max_bytes: int = MAX_CACHE_BYTES) -> None:
         self._tokenizer = tokenizer
         self._words: dict[str, list[int]] = {}
         self._pieces: dict[str, list[int]] = {}
-        self._max_words = max_words
+        self._max_bytes = max_bytes
+        self.cached_bytes = 0  # what both caches hold, as `entry_bytes` counts it
         self._digits = digit_ids(tokenizer)
 
     def _encode(self, text: str) -> list[int]:
@@ -177,10 +191,21 @@ class WordTokens:
     def _cached(self, cache: dict[str, list[int]], key: str, text: str) -> list[int]:
         found = cache.get(key)
         if found is None:
-            if len(cache) >= self._max_words:
-                cache.clear()  # crude bound; the common words come back at once
-            found = cache[key] = self._encode(text)
+            found = self._encode(text)
+            if len(key) <= MAX_CACHED_CHARS:
+                self._keep(cache, key, found)
         return found
+
+    def _keep(self, cache: dict[str, list[int]], key: str, ids: list[int]) -> None:
+        size = entry_bytes(key, ids)
+        if self.cached_bytes + size > self._max_bytes:
+            # Crude, and enough: the common words come back at once. `clear`
+            # frees the entries and the dict's table too.
+            self._words.clear()
+            self._pieces.clear()
+            self.cached_bytes = 0
+        cache[key] = ids
+        self.cached_bytes += size
 
     def _numbered(self, word: str) -> list[int]:
         assert self._digits is not None
@@ -211,6 +236,11 @@ class WordTokens:
                 cached = self._cached(words, word, word)
             out += cached
         return out
+
+
+def entry_bytes(key: str, ids: list[int]) -> int:
+    """What one cache entry holds in memory: key, id list, ids, dict slot."""
+    return sys.getsizeof(key) + sys.getsizeof(ids) + len(ids) * _INT_BYTES + _SLOT_BYTES
 
 
 def embed_one(model: Any, text: str, tokens: WordTokens | None = None) -> Vectors:

@@ -106,9 +106,10 @@ class MiniLMModel:
 
 
 def embed_by_length(texts: Sequence[str], token_ids: Callable[[Sequence[str]], list[list[int]]],
-                    forward: Callable[[list[list[int]]], Vectors], name: str) -> Vectors:
+                    forward: Callable[[list[list[int]]], Vectors], name: str,
+                    chunk_texts: int = CHUNK_TEXTS) -> Vectors:
     """Unit vectors of `texts` from a BERT pass `forward` over token id rows, run in
-    chunks of similar length so a chunk pads little.
+    chunks of `chunk_texts` texts of similar length so a chunk pads little.
 
     Blank texts get zero, like the wordllama embedder: BERT would embed them as
     [CLS][SEP], a vector that means nothing but scores like one.
@@ -117,8 +118,8 @@ def embed_by_length(texts: Sequence[str], token_ids: Callable[[Sequence[str]], l
     keep = [i for i, text in enumerate(texts) if text.strip()]
     ids = token_ids([texts[i] for i in keep])
     order = sorted(range(len(keep)), key=lambda j: len(ids[j]))
-    for start in range(0, len(order), CHUNK_TEXTS):
-        chunk = order[start:start + CHUNK_TEXTS]
+    for start in range(0, len(order), chunk_texts):
+        chunk = order[start:start + chunk_texts]
         out[[keep[j] for j in chunk]] = forward([ids[j] for j in chunk])
     if not np.isfinite(out).all():
         raise EmbeddingError(f"{name} produced a non-finite vector")

@@ -126,6 +126,8 @@ CONSTRAINED: dict[str, tuple[str, Callable[[Confusion, float], Score]]] = {
 class Fit:
     threshold: float
     thresholds: tuple[float, ...]  # per instance
+    # Whether a config carries `thresholds` (per instance) or `threshold` alone.
+    per_instance: bool = False
 
 
 def _confusion(labels: Sequence[str], expected: IntArray, got: IntArray) -> Confusion:

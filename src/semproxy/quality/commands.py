@@ -10,8 +10,8 @@ from pathlib import Path
 
 import orjson
 
+from semproxy.cli import tool_config
 from semproxy.config.edit import add_examples, set_thresholds
-from semproxy.config.loader import load_file
 from semproxy.config.runtime import GatewayConfig
 from semproxy.embeddings.factory import EmbedderPool
 from semproxy.providers.http import HttpClients
@@ -20,7 +20,15 @@ from semproxy.quality.evaluate import evaluate, rate_lines, render
 from semproxy.quality.labelled import LabelledPrompt, check_labels, load_jsonl
 from semproxy.quality.metrics import Confusion
 from semproxy.quality.progress import ProgressBar
-from semproxy.quality.tuning import Proposal, propose, score_all, thresholds_to_write
+from semproxy.quality.tuning import (
+    BEFORE,
+    PER_INSTANCE,
+    SINGLE,
+    Proposal,
+    propose,
+    score_all,
+    thresholds_to_write,
+)
 from semproxy.semantic.router import router_for
 
 
@@ -41,7 +49,7 @@ def run_eval(args: argparse.Namespace) -> int:
 async def _eval(args: argparse.Namespace) -> int:
     items = load_jsonl(args.data)
     found = None
-    async with router_for(load_file(args.config), args.route) as router:
+    async with router_for(tool_config(args.config), args.route) as router:
         result = await evaluate(router, items, ProgressBar(len(items), "eval"))
         if args.folds:
             scored = await score_all(router, items)
@@ -75,7 +83,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 async def _calibrate(args: argparse.Namespace, goal: Callable[[Confusion], cal.Score]
                      ) -> int:
-    config = load_file(args.config)
+    config = tool_config(args.config)
     items: list[LabelledPrompt] = load_jsonl(args.data)
     async with router_for(config, args.route) as router:
         labels = [*router.names, router.spec.catchall]
@@ -83,19 +91,22 @@ async def _calibrate(args: argparse.Namespace, goal: Callable[[Confusion], cal.S
         scored = await score_all(router, items, ProgressBar(len(items), "scoring"))
         found = propose(router, scored, [i.text for i in items], goal, args.folds)
     print(render_proposal(args.objective, found))
+    print(f"best by the objective: {found.chosen}"
+          + (": nothing fitted measures better than the config's own thresholds"
+             if found.chosen == BEFORE else ""))
     print(f"balancer threshold (fitted on all {found.prompts} prompts): "
-          f"{found.fitted.threshold:.4f}")
+          f"{found.fits[SINGLE].threshold:.4f}")
     if args.per_instance:
-        for name, t in zip(labels, found.fitted.thresholds, strict=False):
+        for name, t in zip(labels, found.fits[PER_INSTANCE].thresholds, strict=False):
             print(f"  {name:<24} {t:.4f}")
     if args.write:
-        _write(args, config, found.fitted, labels[:-1])
+        return _write(args, config, found, labels[:-1])
     return 0
 
 
 def proposal_json(found: Proposal) -> dict[str, object]:
-    return {"folds": found.folds, "prompts": found.prompts,
-            "threshold": found.fitted.threshold, "fold_thresholds": found.fold_thresholds,
+    return {"folds": found.folds, "prompts": found.prompts, "best": found.chosen,
+            "threshold": found.fits[SINGLE].threshold, "fold_thresholds": found.fold_thresholds,
             "measured": [{"name": name, **{k: r.as_dict() for k, r in c.rates().items()}}
                          for name, c in found.measured]}
 
@@ -113,14 +124,34 @@ def render_proposal(objective: str, found: Proposal, with_config: bool = True) -
     return "\n".join(lines)
 
 
-def _write(args: argparse.Namespace, config: GatewayConfig, fitted: cal.Fit,
-           names: Sequence[str]) -> None:
-    route = next(r for r in config.routes if r.id == args.route)
-    per_instance = thresholds_to_write(route, fitted, names, args.per_instance)
+def _write(args: argparse.Namespace, config: GatewayConfig, found: Proposal,
+           names: Sequence[str]) -> int:
+    """Write the best-measured row (or the one asked for); a row that measures worse
+    than the config's own thresholds only with --allow-worse."""
+    row = PER_INSTANCE if args.per_instance else \
+        SINGLE if args.allow_worse and found.chosen == BEFORE else found.chosen
+    if found.is_worse(row) and not args.allow_worse:
+        print(f"{args.write} not written: {row} measures worse than the config's own "
+              f"thresholds ({_value(found.scores[row])} against "
+              f"{_value(found.scores[BEFORE])} by the objective); --allow-worse writes it "
+              "anyway", file=sys.stderr)
+        return 1
     text = Path(args.config).read_text(encoding="utf-8")
-    Path(args.write).write_text(set_thresholds(text, args.route, fitted.threshold, per_instance),
-                                encoding="utf-8")
-    print(f"wrote {args.write}", file=sys.stderr)
+    if row != BEFORE:
+        route = next(r for r in config.routes if r.id == args.route)
+        fit = found.fits[row]
+        text = set_thresholds(text, args.route, fit.threshold,
+                              thresholds_to_write(route, fit, names, args.per_instance))
+    Path(args.write).write_text(text, encoding="utf-8")
+    said = "the config's own, unchanged" if row == BEFORE else row
+    worse = ", which measures worse than the config's own" if found.is_worse(row) else ""
+    print(f"wrote {args.write} ({said}{worse})", file=sys.stderr)
+    return 0
+
+
+def _value(score: cal.Score) -> str:
+    met, value = score
+    return f"{100 * value:.1f}%" + ("" if met else " (target not met)")
 
 
 def run_tune(args: argparse.Namespace) -> int:
@@ -136,7 +167,7 @@ async def _tune(args: argparse.Namespace) -> int:
     from semproxy.quality.tune import propose_examples
     from semproxy.quality.tune import render as render_tune
 
-    config = load_file(args.config)
+    config = tool_config(args.config)
     route = next((r for r in config.routes if r.id == args.route), None)
     if route is None or route.semantic is None:
         raise ValueError(f"no semantic route with id {args.route!r}")
@@ -150,7 +181,10 @@ async def _tune(args: argparse.Namespace) -> int:
     print(render_tune(found, args.count))
     if args.write:
         text = Path(args.config).read_text(encoding="utf-8")
-        Path(args.write).write_text(add_examples(text, args.route, found.by_instance()),
+        added = found.by_instance(everything=args.allow_unsupported)
+        Path(args.write).write_text(add_examples(text, args.route, added) if added else text,
                                     encoding="utf-8")
-        print(f"wrote {args.write}", file=sys.stderr)
+        count = sum(map(len, added.values()))
+        print(f"wrote {args.write} ({count} example{'' if count == 1 else 's'} added)",
+              file=sys.stderr)
     return 0

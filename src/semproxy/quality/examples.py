@@ -10,9 +10,11 @@ adding examples: they shift every score a little).
 Greedy: at each step every candidate (a labelled in-scope prompt not yet an
 example, misrouted ones and the narrowest wins first) is tried as a new example
 of its own instance, and the one that fixes the most other labelled prompts,
-net of the ones it breaks, is taken. A candidate is never credited for fixing
-itself. Ties go to the candidate closest to many still-misrouted prompts
-of its instance (a typical phrasing fixes more unseen prompts than an odd one).
+net of the ones it breaks, is taken, if that is more than none: an example that
+fixes nothing only moves scores (`tune --count 10` once wrote 9 such). A
+candidate is never credited for fixing itself. Ties go to the candidate closest
+to many still-misrouted prompts of its instance (a typical phrasing fixes more
+unseen prompts than an odd one).
 Only the rows whose decision can change are re-scored: the new example enters
 the instance's best k for them, and the instance owns or contests them.
 
@@ -178,7 +180,7 @@ class GreedyPicker:
         self._contested = [(own_col == i) | (self._top2 == i).any(axis=1)
                            for i in range(len(self.refs))]
         gains = np.array([self._gain(int(j), right) for j in candidates])
-        if gains.max() < 0:  # every candidate would break more than it fixes
+        if gains.max() <= 0:  # no candidate fixes more than it breaks: adding it gains nothing
             return None
         tied = np.flatnonzero(gains == gains.max())
         best = int(candidates[max(tied, key=lambda i: self._closeness(int(candidates[i]),
@@ -200,7 +202,8 @@ class GreedyPicker:
 def choose(examples: Sequence[np.ndarray], prompts: np.ndarray, labels: IntArray,
            count: int, how: Scoring, limit: int = 64,
            blocked: set[int] | None = None) -> list[Pick]:
-    """Up to `count` labelled in-scope prompts to add, best first.
+    """Up to `count` labelled in-scope prompts to add, best first; each fixes more
+    labelled prompts than it breaks when it is added (fewer when none is left that does).
 
     `examples[i]` are instance i's example vectors (raw, as embedded), `prompts`
     the labelled prompts' vectors, `labels[r]` the instance prompt r belongs to

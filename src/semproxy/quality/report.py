@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from semproxy.quality.evaluate import Evaluation
+from semproxy.quality.evaluate import FIGURES, Evaluation
+from semproxy.quality.rate import MeanRate, Rate
 
 
 def _pct(value: float | None) -> str:
@@ -85,18 +86,27 @@ def _table(head: list[str], rows: list[list[Any]]) -> str:
     return f"<table><tr>{cells}</tr>{body}</table>"
 
 
+def _rate_row(label: str, rate: Rate | MeanRate) -> list[Any]:
+    """A figure as the CLI prints it: value, count and 95% interval."""
+    low, high = rate.interval or (None, None)
+    count = f"{rate.successes}/{rate.n}" if isinstance(rate, Rate) else f"{rate.n} prompts"
+    interval = "n/a" if low is None or high is None else \
+        f"{100 * low:.1f}-{100 * high:.1f}%"
+    return [label, _pct(rate.value), count, interval]
+
+
 def render_html(ev: Evaluation, charts: dict[str, bytes]) -> str:
     s = ev.summary()
     c = ev.confusion()
-    overview = _table(["figure", "value"], [
-        ["prompts", s["prompts"]], ["accuracy", _pct(s["accuracy"])],
-        ["balanced accuracy", _pct(s["balanced_accuracy"])],
-        ["in-scope accuracy", _pct(s["in_scope_accuracy"])],
-        ["top-1 ignoring thresholds", _pct(s["top1_accuracy"])],
-        ["catchall recall", _pct(s["catchall_recall"])],
-        ["routed precision", _pct(s["routed_precision"])],
-        ["decisions per second", f"{s['decisions_per_second'] or 0:,.0f}"],
-    ] + [[f"fallback: {r}", _pct(v)] for r, v in s["fallback_rate"].items()])
+    rates = c.rates()
+    blank = ["", ""]
+    overview = _table(["figure", "value", "count", "95% interval"], [
+        ["prompts", s["prompts"], *blank],
+        *(_rate_row(label, rates[key]) for key, label in FIGURES),
+        _rate_row("top-1, thresholds ignored (in-scope)", ev.top1_rate()),
+        ["decisions per second", f"{s['decisions_per_second'] or 0:,.0f}", *blank],
+    ] + [[f"fallback: {r}", _pct(v), *blank] for r, v in s["fallback_rate"].items()])
+    warnings = "".join(f"<p>warning: {html.escape(w)}</p>" for w in s["warnings"])
     per = _table(["instance", "threshold", "precision", "recall", "support"], [
         [n, f"{ev.thresholds[n]:.4f}" if n in ev.thresholds else "catchall",
          _pct(r["precision"]), _pct(r["recall"]), r["support"]]
@@ -115,7 +125,7 @@ body{{font-family:sans-serif;margin:2em;max-width:80em}} table{{border-collapse:
 margin:1em 0}} td,th{{border:1px solid #ccc;padding:.2em .6em;text-align:right}}
 img{{max-width:100%;display:block;margin:1em 0}}</style></head><body>
 <h1>Routing quality: route {html.escape(ev.route)}</h1>
-<h2>Overview</h2>{overview}<h2>Per instance</h2>{per}
+<h2>Overview</h2>{overview}{warnings}<h2>Per instance</h2>{per}
 <h2>Confusion matrix</h2><p>Rows: expected; columns: picked; the catchall is last.</p>
 {matrix}<h2>Charts</h2>{images}</body></html>
 """

@@ -7,8 +7,8 @@ CPU work over the score matrix, so a server can run it in a thread.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -31,15 +31,35 @@ class Scored:
     expected: np.ndarray  # label index per row
 
 
+# The rows `propose` measures, in the order they are preferred on a tie: keeping the
+# config beats a change that measures the same, a single threshold beats many.
+BEFORE = "before (config)"
+SINGLE = "threshold (cross-validated)"
+PER_INSTANCE = "+ per-instance (cross-validated)"
+
+
 @dataclass(frozen=True, slots=True)
 class Proposal:
-    """Thresholds fitted on every prompt, and how such a fit does on prompts it did not see."""
+    """Thresholds fitted on every prompt, how such a fit does on prompts it did not see,
+    and which row to write: the best-measured one (`chosen`), never one that measures
+    worse than the config's own thresholds.
 
-    fitted: cal.Fit  # fitted on all prompts: what `--write` writes
+    `fitted` is the chosen row's thresholds (the config's own when nothing measures
+    better); `fits` has every row's, for a caller that asks for one explicitly.
+    """
+
+    fitted: cal.Fit
     folds: int
     prompts: int
     fold_thresholds: tuple[float, ...]  # the single threshold each fold's fit chose
     measured: tuple[tuple[str, Confusion], ...]  # (name, pooled out-of-fold confusion)
+    chosen: str = SINGLE
+    fits: Mapping[str, cal.Fit] = field(default_factory=dict)
+    scores: Mapping[str, cal.Score] = field(default_factory=dict)  # each row by the objective
+
+    def is_worse(self, row: str) -> bool:
+        """Whether `row` measures worse than the config's own thresholds."""
+        return self.scores[row] < self.scores[BEFORE]
 
 
 async def score_all(router: SemanticRouter, items: Sequence[LabelledPrompt],
@@ -103,20 +123,29 @@ def propose(router: SemanticRouter, scored: Scored, texts: Sequence[str],
         chosen.append(part.threshold)
         single += measure(router, scored, [part.threshold] * len(before), held)
         per += measure(router, scored, list(part.thresholds), held)
-    measured = (("before (config)", measure(router, scored, before, every)),
-                ("threshold (cross-validated)", single),
-                ("+ per-instance (cross-validated)", per))
-    return Proposal(fit_on(every), k, n, tuple(chosen), measured)
+    measured = ((BEFORE, measure(router, scored, before, every)), (SINGLE, single),
+                (PER_INSTANCE, per))
+    full = fit_on(every)
+    fits = {BEFORE: cal.Fit(router.spec.threshold, tuple(before), per_instance=True),
+            SINGLE: full, PER_INSTANCE: replace(full, per_instance=True)}
+    scores = {name: goal(c) for name, c in measured}
+    best = BEFORE
+    for name in (SINGLE, PER_INSTANCE):  # strictly better only: ties keep the simpler
+        if scores[name] > scores[best]:
+            best = name
+    return Proposal(fits[best], k, n, tuple(chosen), measured, best, fits, scores)
 
 
 def thresholds_to_write(route: RouteSpec, fitted: cal.Fit, names: Sequence[str],
                         per_instance: bool) -> dict[str, float]:
     """The per-instance thresholds a config must carry to behave as measured.
 
-    Without `per_instance`, explicit instance thresholds are set to the new
-    balancer threshold too (else they would keep overriding it).
+    A single-threshold fit without `per_instance` sets explicit instance
+    thresholds to the new balancer threshold too (else they would keep
+    overriding it); a per-instance fit (or the config's own row) writes each.
     """
     explicit = {i.name for i in route.instances if i.threshold is not None}
-    chosen = fitted.thresholds if per_instance else [fitted.threshold] * len(names)
+    chosen = fitted.thresholds if per_instance or fitted.per_instance \
+        else [fitted.threshold] * len(names)
     return {n: t for n, t in zip(names, chosen, strict=True)
             if n in explicit or abs(t - fitted.threshold) > 1e-9}

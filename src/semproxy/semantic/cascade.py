@@ -28,6 +28,13 @@ from semproxy.errors import EmbeddingError
 from semproxy.semantic.scorer import References
 
 Stage = Literal["fast", "strong", "shed", "strong_unavailable"]
+# The stages that decide as the route asks: a turn decided otherwise (the strong
+# stage shed it, failed or was not ready) holds the fast model's guess, which a
+# repeat of the prompt must not inherit.
+COMPLETE_STAGES: frozenset[Stage] = frozenset({"fast", "strong"})
+# Whether the strong stage can decide: its references are built ("ready"), are
+# being built ("loading"), or the last build failed ("failed").
+StrongState = Literal["ready", "loading", "failed"]
 # References, scores, negatives, and each row's score against the shipped follow-ups
 # (None off conversations).
 Turned = tuple[References, np.ndarray, np.ndarray | None, np.ndarray | None]
@@ -80,7 +87,8 @@ class CascadeScorer:
         self.fast = fast
         self.strong = strong
         self.rule = rule
-        self._warming: asyncio.Task[References] | None = None
+        self._warming: asyncio.Future[References] | None = None
+        self._failed = False  # a build of the strong references has failed
 
     @property
     def current(self) -> References | None:
@@ -92,11 +100,36 @@ class CascadeScorer:
         self._warm_strong()
         return refs
 
+    async def load(self) -> References:
+        """Both stages' references, built now: what a gateway waits for before it serves.
+
+        The fast stage's errors are raised; the strong stage's are not (the route
+        then serves on the fast model, and `strong_state` says "failed").
+        """
+        refs = await self.fast.references()
+        self._warm_strong()
+        if self._warming is not None:
+            await asyncio.wait([self._warming])
+        return refs
+
+    @property
+    def strong_state(self) -> StrongState:
+        """"failed" from the first failed build until one succeeds (retries included),
+        so a health check does not flap while a broken model is retried."""
+        if self.strong.current is not None:
+            return "ready"
+        return "failed" if self._failed else "loading"
+
     def _warm_strong(self) -> None:
         """Build the strong references in the background (a failure is retried later)."""
         if self.strong.current is None and (self._warming is None or self._warming.done()):
             self._warming = asyncio.ensure_future(self.strong.references())
-            self._warming.add_done_callback(_consume)
+            self._warming.add_done_callback(self._built)
+
+    def _built(self, task: asyncio.Future[References]) -> None:
+        """Note a failed background build (retrieving its exception; a later prompt retries)."""
+        if task.cancelled() or task.exception() is not None:
+            self._failed = True
 
     async def score_turn(self, text: str) -> tuple[Turned, Stage]:
         """One prompt (the gateway): `(n=1, n_instances)` scores, negatives and follow-up
@@ -149,9 +182,3 @@ def _patched(rows: np.ndarray | None, strong: np.ndarray | None, redo: list[int]
     rows = rows.astype(np.float64) if missing is not None else rows.copy()
     rows[redo] = strong if strong is not None else missing
     return rows
-
-
-def _consume(task: asyncio.Future[References]) -> None:
-    """Retrieve a background build's exception (it is retried on a later prompt)."""
-    if not task.cancelled():
-        task.exception()

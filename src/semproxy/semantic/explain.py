@@ -6,10 +6,12 @@ thresholds, same decision cache when it is the live one) and calls no LLM.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any
 
 from semproxy.config.runtime import GatewayConfig
+from semproxy.errors import EmbeddingError
 from semproxy.semantic.query import RoutingInput, prompt_input
 from semproxy.semantic.router import SemanticRouter, router_for
 from semproxy.semantic.similarity import margin
@@ -43,8 +45,21 @@ async def explain_with(router: SemanticRouter, query: RoutingInput) -> dict[str,
 
 
 async def explain(config: GatewayConfig, route_id: str, prompt: str) -> dict[str, Any]:
+    """`semproxy explain`: a router of its own, with every stage the route uses loaded
+    first (the strong one of `model: accurate` too), as a started gateway has them."""
     async with router_for(config, route_id) as router:
+        # An embedding failure here is shown as the gateway would meet it: routing
+        # falls back (`route` tries again and reports the reason).
+        with contextlib.suppress(EmbeddingError):
+            await router.references()
         return await explain_with(router, prompt_input(prompt))
+
+
+def exact(threshold: float) -> str:
+    """A threshold with every decimal it has (learned ones have 6, calibrated 4), at
+    least 2: rounded to 2, a learned 0.137852 read as 0.14 and hid why 0.1381 cleared."""
+    text = f"{threshold:.6f}".rstrip("0")
+    return text + "0" * max(0, 2 - len(text.partition(".")[2]))
 
 
 def render(result: dict[str, Any]) -> str:
@@ -52,7 +67,7 @@ def render(result: dict[str, Any]) -> str:
     for row in result["scores"]:
         mark = "*" if row["cleared"] else " "
         lines.append(f" {mark} {row['instance']:<24} {row['score']:>8.4f}  "
-                     f"threshold {row['threshold']:.2f}")
+                     f"threshold {exact(row['threshold'])}")
     if not result["scores"]:
         lines.append("   (no scores: embedding failed or no user text)")
     if result["margin"] is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, OrderedDict
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any, NamedTuple
@@ -19,12 +19,13 @@ import numpy as np
 
 from semproxy.config.runtime import GatewayConfig, RouteSpec, SemanticSpec
 from semproxy.embeddings import Embedder
+from semproxy.embeddings.cache import bounded_key
 from semproxy.embeddings.factory import EmbedderPool
 from semproxy.errors import BadRequestError, EmbeddingError, NotFoundError
 from semproxy.observability.logging import log_line
 from semproxy.providers.http import HttpClients
 from semproxy.semantic import conversation
-from semproxy.semantic.cascade import CascadeScorer
+from semproxy.semantic.cascade import COMPLETE_STAGES, CascadeScorer, StrongState
 from semproxy.semantic.decision import NO_USER_TEXT, Decision, decide, fallback
 from semproxy.semantic.query import RoutingInput, earlier_turns
 from semproxy.semantic.scorer import PromptScorer, References, ScoredInstance
@@ -57,11 +58,16 @@ class SemanticRouter:
         self.stages: Counter[str] = Counter()  # which stage decided (cascade only)
         # A repeated prompt gets the decision it got before, as long as the
         # reference vectors it was scored against are still the current ones:
-        # no embedding, no matrix product. Only scored decisions are kept;
-        # failures are retried on the next request.
+        # no embedding, no matrix product. Only decisions made the way the route
+        # asks are kept: failures, and under `model: accurate` a close call the
+        # strong stage could not take (queue full, failed, loading), are decided
+        # again on the next request.
         # Each entry keeps the turn's score row too: a conversation reuses the
         # earlier turns' scores from here instead of embedding them again.
-        self._decisions: OrderedDict[str, tuple[References, conversation.Turn]] = OrderedDict()
+        # Long prompts are keyed by a digest (`bounded_key`), so an entry costs
+        # about the same whatever the prompt's length.
+        self._decisions: OrderedDict[str | bytes, tuple[References, conversation.Turn]] = \
+            OrderedDict()
         self._max_decisions = spec.embeddings.cache_size
         self._index = {name: i for i, name in enumerate(self.names)}
 
@@ -76,9 +82,17 @@ class SemanticRouter:
         return self.scorer.thresholds
 
     async def references(self) -> References:
+        """The reference vectors, built now; under `model: accurate` the strong stage's
+        too, so a gateway that waits for this serves no prompt without the stage it
+        needs (a strong stage that fails to load is reported by `strong_state`)."""
         if self.cascade is not None:
-            return await self.cascade.references()  # and the strong ones in the background
+            return await self.cascade.load()
         return await self.scorer.references()
+
+    @property
+    def strong_state(self) -> StrongState | None:
+        """`model: accurate`: whether the strong stage can decide; None without one."""
+        return None if self.cascade is None else self.cascade.strong_state
 
     def decide(self, scores: np.ndarray, negative: np.ndarray | None = None,
                thresholds: Sequence[float] | None = None) -> Decision:
@@ -145,42 +159,49 @@ class SemanticRouter:
         return replace(scored[chosen][0], context=conversation.weights(len(scored), chosen))
 
     def _remembered(self, text: str) -> conversation.Turn | None:
-        entry = self._decisions.get(text)
+        key = bounded_key(text)
+        entry = self._decisions.get(key)
         if entry is None or entry[0] is not self.scorer.current:
             return None
-        self._decisions.move_to_end(text)
+        self._decisions.move_to_end(key)
         return entry[1]
 
     def _remember(self, text: str, refs: References, turn: conversation.Turn) -> None:
         if self._max_decisions <= 0:
             return
-        self._decisions[text] = (refs, turn)
+        self._decisions[bounded_key(text)] = (refs, turn)
         if len(self._decisions) > self._max_decisions:
             self._decisions.popitem(last=False)
 
     async def _score(self, texts: Sequence[str]) -> dict[str, conversation.Turn]:
-        """Each text scored and decided on its own, with one embedding call; remembered."""
-        out = self._own_turns(texts, *await self._score_turns(texts))
+        """Each text scored and decided on its own, with one embedding call; remembered
+        when the stage it needed decided it (not shed, failed or still loading)."""
+        scores, negative, generic, refs, complete = await self._score_turns(texts)
+        out = self._own_turns(texts, scores, negative, generic, refs)
         # Remembered against the fast stage's references, which both stages' live as long as.
         current = self.scorer.current
         if current is not None:
-            for text, turn in out.items():
-                self._remember(text, current, turn)
+            for text, kept in zip(texts, complete, strict=True):
+                if kept:
+                    self._remember(text, current, out[text])
         return out
 
     async def _score_turns(self, texts: Sequence[str]) -> tuple[
-            np.ndarray, np.ndarray | None, np.ndarray | None, list[References]]:
-        """Scores, negatives, follow-up scores and each row's references (those of the
-        stage that scored it: thresholds and cosine scales differ between models)."""
+            np.ndarray, np.ndarray | None, np.ndarray | None, list[References], list[bool]]:
+        """Scores, negatives, follow-up scores, each row's references (those of the
+        stage that scored it: thresholds and cosine scales differ between models) and
+        whether each row was scored by the stage it needed."""
         if self.cascade is None:
             refs, scores, negative, generic = await self.scorer.score_turns(texts)
-            return scores, negative, generic, [refs] * len(texts)
+            return scores, negative, generic, [refs] * len(texts), [True] * len(texts)
         if len(texts) == 1:  # one request's turn: the cascade's bounded, shedding path
             (refs, scores, negative, generic), stage = await self.cascade.score_turn(texts[0])
             self.stages[stage] += 1
-            return scores, negative, generic, [self.cascade.refs_for(stage) or refs]
+            return (scores, negative, generic, [self.cascade.refs_for(stage) or refs],
+                    [stage in COMPLETE_STAGES])
         (refs, scores, negative, generic), stages = await self.cascade.score_turns(texts)
-        return scores, negative, generic, [self.cascade.refs_for(s) or refs for s in stages]
+        return (scores, negative, generic, [self.cascade.refs_for(s) or refs for s in stages],
+                [s in COMPLETE_STAGES for s in stages])
 
     def _own_turns(self, texts: Sequence[str], scores: np.ndarray, negative: np.ndarray | None,
                    generic: np.ndarray | None, refs: Sequence[References]
@@ -212,7 +233,7 @@ class SemanticRouter:
 
         Under `model: accurate` the ambiguous rows hold the strong model's scores.
         """
-        scores, negative, _, _ = await self._score_turns(texts)
+        scores, negative, _, _, _ = await self._score_turns(texts)
         return scores, negative
 
     async def route_many(self, queries: Sequence[RoutingInput]) -> list[Decision]:
@@ -224,9 +245,16 @@ class SemanticRouter:
         """
         turns = [self._turns(q) for q in queries]
         texts = list(dict.fromkeys(t for ts in turns for t in ts if t))
-        own = self._own_turns(texts, *await self._score_turns(texts)) if texts else {}
+        own = self._own_turns(texts, *(await self._score_turns(texts))[:4]) if texts else {}
         return [self._conversation([own[t] for t in ts]) if ts and ts[-1]
                 else fallback(self.spec.catchall, NO_USER_TEXT) for ts in turns]
+
+
+def strong_readiness(routers: Iterable[SemanticRouter]) -> StrongState | None:
+    """The least ready strong stage of `routers`: "loading" before "failed" before
+    "ready"; None when no route uses `model: accurate`."""
+    states = {r.strong_state for r in routers}
+    return next((s for s in ("loading", "failed", "ready") if s in states), None)
 
 
 def open_router(route: RouteSpec, embedder: Embedder, strong: Embedder | None = None
@@ -270,6 +298,7 @@ async def router_for(config: GatewayConfig, route_id: str) -> AsyncIterator[Sema
     try:
         pool = EmbedderPool(clients)
         embeddings = route.semantic.embeddings
-        yield open_router(route, pool.get(embeddings), pool.strong(embeddings))
+        # Batch work: the strong stage (model: accurate) waits behind live prompts.
+        yield open_router(route, pool.get(embeddings), pool.strong(embeddings, batch_work=True))
     finally:
         await clients.aclose()

@@ -22,6 +22,7 @@ from semproxy.errors import GatewayError, PayloadTooLargeError
 from semproxy.observability.metrics import Metrics
 from semproxy.observability.observer import RequestObserver, SilentObserver
 from semproxy.providers.http import HttpClients
+from semproxy.semantic.router import strong_readiness
 from semproxy.server.handler import REQUEST_ID, handle
 from semproxy.server.routes import RouteTable
 from semproxy.server.shadow import ShadowRunner
@@ -196,7 +197,12 @@ def build_app(gateway: Gateway, is_source_ok: Callable[[], bool] | None = None
         body = {"status": "ok", "version": gateway.table.version}
         if is_source_ok is not None:
             body["config_source"] = "ok" if is_source_ok() else "unavailable"
-        return json_response(body)
+        # model: accurate: not ready until its strong stage is; serving without it is degraded.
+        strong = strong_readiness(gateway.table.semantic_routers())
+        if strong is not None:
+            body["strong_stage"] = strong
+            body["status"] = {"ready": "ok", "loading": "starting", "failed": "degraded"}[strong]
+        return json_response(body, 503 if strong == "loading" else 200)
 
     async def on_cleanup(app: web.Application) -> None:
         await gateway.aclose()

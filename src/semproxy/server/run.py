@@ -192,6 +192,11 @@ def run_worker(make_source: SourceFactory, listen: str | None, reuse_port: bool,
         pass
     try:
         asyncio.run(serve_forever(make_source, listen, reuse_port, max_connections))
+    except OSError as exc:  # a forked worker: one line, as the CLI says it for one worker
+        if not reuse_port:
+            raise
+        sys.stderr.write(f"semproxy serve: {exc.strerror or exc}\n")
+        raise SystemExit(1) from None
     finally:
         # Forked workers leave through os._exit, which skips logging's atexit
         # flush: write out what is still buffered.
@@ -206,6 +211,7 @@ def run(make_source: SourceFactory, listen: str | None = None, workers: int = 1,
     host, port = split_listen(listen or _configured_listen(make_source))
     if port == 0:
         port = _free_port(host)
+    _check_free(host, port)  # one clear line here, not a traceback from every worker
     # Workers write their metrics to a shared directory so any one can answer a scrape.
     metrics_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
     own_dir = metrics_dir is None
@@ -249,6 +255,18 @@ def _run_workers(make_source: SourceFactory, address: str, workers: int,
     for proc in procs:
         proc.join()
     return max((p.exitcode or 0) for p in procs)
+
+
+def _check_free(host: str, port: int) -> None:
+    """Raise OSError (the CLI prints it on one line) when the workers could not bind."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            raise OSError(exc.errno, f"cannot listen on {host}:{port}: "
+                                     f"{exc.strerror or exc}") from None
 
 
 def _free_port(host: str) -> int:
