@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
@@ -82,3 +83,13 @@ def redis(redis_server: RedisServer) -> Iterator[RedisServer]:
     yield redis_server
     if not redis_server.is_answering():
         redis_server.start()
+
+
+@pytest.fixture(autouse=True)
+def _root_log_level() -> Iterator[None]:
+    """A command run in-process (cli.main) sets the root level for its own run (ERROR for
+    the offline commands); later tests must see the level the session started with."""
+    root = logging.getLogger()
+    level = root.level
+    yield
+    root.setLevel(level)
