@@ -4,7 +4,8 @@ A user who asks again rarely types the same bytes: "hey, whats my credit scroe?"
 is "what's my credit score". Before the two prompts are compared word by word,
 the differences that never change what is asked are taken out:
 
-- courtesy and greetings (`COURTESY`: please, thanks, hi, ok, sorry, ...);
+- courtesy and greetings (`COURTESY`: please, thanks, hi, ok, sorry, ...; an
+  opening such as "good morning" or "i was wondering");
 - inflection ("stop" / "stops", "change" / "changed"): the same stem;
 - typos: two words one keystroke apart (a letter dropped, added, replaced, two
   swapped), of four letters or more on the longer side, starting with the same
@@ -29,10 +30,16 @@ from semproxy.cache.wording import Wording, word_list
 
 # Words that make a request polite or start a chat turn, never the question itself.
 _COURTESY = """
-please kindly thanks thank hi hey hello ok okay alright so um uh well oh sorry quick
-question just actually really basically now again
+please pls plz kindly thanks thank thx ty cheers hi hey hello hiya yo ok okay alright so um
+uh well oh sorry quick question just actually really basically now again
 """
 COURTESY = frozenset(_COURTESY.split())
+_COURTESY_BY_LETTER: dict[str, tuple[str, ...]] = {
+    first: tuple(sorted(w for w in COURTESY if w[0] == first))
+    for first in {w[0] for w in COURTESY}}
+# Openings that only start a chat turn ("good morning! what is ...").
+OPENINGS = (("good", "morning"), ("good", "afternoon"), ("good", "evening"), ("excuse", "me"),
+            ("i", "was", "wondering"), ("i", "wonder"))
 # Light words: articles, pronouns, auxiliaries and the verbs that ask for an answer
 # rather than name its subject ("tell", "explain", "calculate"). Differences in them
 # alone are wording ("what is" / "tell me"); they still count in `overlap`.
@@ -66,16 +73,27 @@ class Difference:
         return not (self.only_a or self.only_b or self.questions)
 
 
+def prepare(a: Wording, b: Wording) -> tuple[Wording, Wording, int]:
+    """`a` and `b` as the near-miss rules read them: without an opening that only
+    starts a chat turn ("good morning" names no time), each respelled after the
+    other (`respell`), and how many words were."""
+    a, b = _without_opening(a), _without_opening(b)
+    b, typos_b = respell(a, b)
+    a, typos_a = respell(b, a)
+    return a, b, typos_a + typos_b
+
+
 def respell(a: Wording, b: Wording) -> tuple[Wording, int]:
-    """`b` with each word that reads as a typo of a word of `a` spelled as in `a` (in
-    `marked` too), and how many words were respelled. Run before the near-miss rules,
-    so that "itlay" names what "italy" names."""
+    """`b` with each word that reads as a typo of a word of `a` (or of a courtesy
+    word) spelled as in `a` (in `marked` too), and how many words were respelled. Run
+    before the near-miss rules, so that "itlay" names what "italy" names."""
     theirs = set(a.words)
     fixed: dict[str, str] = {}
     for y in dict.fromkeys(b.words):
-        if y in theirs:
+        if y in theirs or len(y) < 3 or not y.isalpha():
             continue
-        for x in theirs:
+        near = [x for x in theirs if x[:1] == y[0] and abs(len(x) - len(y)) <= 1]
+        for x in (*near, *_COURTESY_BY_LETTER.get(y[0], ())):
             if x not in fixed.values() and is_typo(x, y):
                 fixed[y] = x
                 break
@@ -101,6 +119,13 @@ def differ(a: Wording, b: Wording, typos: int = 0) -> Difference:
                    and w not in QUESTION)
     questions = tuple(sorted((set(wa) ^ set(wb)) & QUESTION))
     return Difference(only_a, only_b, questions, overlap, typos)
+
+
+def _without_opening(w: Wording) -> Wording:
+    for opening in OPENINGS:
+        if w.words[:len(opening)] == opening:
+            return Wording(w.words[len(opening):], w.numbers, w.quoted, w.marked)
+    return w
 
 
 def is_typo(x: str, y: str) -> bool:

@@ -85,10 +85,14 @@ def read(text: str) -> Wording:
     """The wording of `text` (any length; callers cap what they store). Cached: a
     stored prompt is read again on every lookup that compares it."""
     text = text.replace("\u2019", "'").replace("\u2018", "'")
+    letters = [c for c in text if c.isalpha()]
+    if letters and sum(c.isupper() for c in letters) > 0.6 * len(letters):
+        text = text.lower()  # a shouted prompt: its capitals say nothing of names or code
     quoted = tuple(q.strip().lower() for q in _QUOTED.findall(text))
     marked: set[str] = set()
     words: list[str] = []
     chunks = text.split()
+    titled = _title_case(chunks)
     for i, chunk in enumerate(chunks):
         if chunk.isalpha() and chunk.islower() and chunk not in _BARE_CONTRACTIONS:
             words.append(_ALIASES.get(chunk) or _singular(chunk))  # most words: no regex
@@ -98,13 +102,19 @@ def read(text: str) -> Wording:
             marked.add(bare.lower())
             words.append(bare.lower())
             continue
-        if bare[:1].isupper() and i > 0 and not _sentence_start(chunks[i - 1], chunk) \
-                and bare != "I":
+        if bare[:1].isupper() and i > 0 and not titled \
+                and not _sentence_start(chunks[i - 1], chunk) and bare != "I":
             marked.add(bare.lower())
         words.extend(_plain_words(chunk.lower()))
     joined = _multiword().sub(lambda m: m.group(1).replace(" ", "_"), " ".join(words))
     tokens, numbers = _numbers(joined.split())
     return Wording(tuple(tokens), tuple(numbers), quoted, frozenset(marked))
+
+
+def _title_case(chunks: list[str]) -> bool:
+    """Most words capitalised ("What Is The Best Airline"): capitals mark no name."""
+    words = [c for c in chunks if c[:1].isalpha()]
+    return len(words) >= 3 and sum(c[0].isupper() for c in words) >= 0.6 * len(words)
 
 
 def _sentence_start(before: str, chunk: str) -> bool:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from semproxy.cache.difference import differ, respell
+from semproxy.cache.difference import differ, prepare
 from semproxy.cache.hitrule import DEFAULT_RULES, HitRule, rule_for
 from semproxy.cache.nearmiss import near_miss
 from semproxy.cache.wording import read
@@ -109,7 +109,7 @@ def checks(pairs: Sequence[Pair]) -> list[Check]:
     found = []
     for p in pairs:
         a, b = read(p.a), read(p.b)
-        b, typos = respell(a, b)
+        a, b, typos = prepare(a, b)
         d = differ(a, b, typos)
         found.append(Check(near_miss(a, b, d), d.same_words))
     return found
