@@ -4,8 +4,9 @@ The lookup phase calls `lookup` with the plan and the vector of the compared
 text (the routing vector when semantic routing made one, else the in-process
 model's; None leaves the semantic layer out). The exact layer is read first;
 on a miss, the partition's candidates are compared in process: the most
-similar ones at or above the threshold are checked for near misses
-(cache/nearmiss.py) in order, and the first that passes is the hit. The
+similar ones at or above the rule's floor are judged (cache/hitrule.py: near
+misses, then the cosine their kind of difference needs) in order, and the first
+that passes is the hit. The
 account phase calls `store` with the completion it relayed. Every store fault
 is a miss or an unwritten answer (`FailOpenStore`), never an error.
 """
@@ -23,8 +24,8 @@ import orjson
 from semproxy.cache import policy
 from semproxy.cache.failopen import FailOpenStore
 from semproxy.cache.flight import SingleFlight
+from semproxy.cache.hitrule import judge
 from semproxy.cache.memory import MemoryStore
-from semproxy.cache.nearmiss import near_miss
 from semproxy.cache.plan import CachePlan
 from semproxy.cache.replay import as_hit
 from semproxy.cache.store import Candidates, Entry, IndexItem
@@ -34,8 +35,8 @@ from semproxy.types import Usage
 
 EXACT = "exact"
 SEMANTIC = "semantic"
-# Candidates above the threshold checked for near misses, most similar first: a
-# bound on the work of one lookup in a partition of many alike prompts.
+# Candidates above the rule's floor that are judged, most similar first: a bound on
+# the work of one lookup in a partition of many alike prompts.
 MAX_CHECKED = 8
 
 
@@ -53,8 +54,9 @@ class Hit:
 
 @dataclass(frozen=True, slots=True)
 class Refused:
-    """Why a semantic candidate above the threshold did not serve (for shadow mode,
-    `explain` and the debug headers): the near-miss rule and the similarity."""
+    """Why the most similar semantic candidate above the rule's floor did not serve
+    (for shadow mode, `explain` and the debug headers): the near-miss rule, or
+    `similarity` when its kind of difference needs a higher cosine, and the cosine."""
 
     reason: str
     similarity: float
@@ -84,12 +86,13 @@ class ResponseCache:
     async def _semantic(self, plan: CachePlan, vector: np.ndarray, found: Candidates
                         ) -> Hit | Refused | None:
         sims = found.matrix @ vector
-        order = [int(i) for i in np.argsort(-sims)[:MAX_CHECKED] if sims[i] >= plan.threshold]
+        rule = plan.rule
+        order = [int(i) for i in np.argsort(-sims)[:MAX_CHECKED] if sims[i] >= rule.floor]
         refused: Refused | None = None
-        wording = read(plan.text) if plan.near_miss and order else None
+        wording = read(plan.text) if order else None
         for i in order:
             if wording is not None:
-                reason = near_miss(wording, read(found.prompts[i]))
+                reason = judge(wording, read(found.prompts[i]), float(sims[i]), rule)
                 if reason is not None:
                     refused = refused or Refused(reason, float(sims[i]))
                     continue

@@ -14,13 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from semproxy.cache import control, keys, policy
+from semproxy.cache.hitrule import HitRule, rule_for
 from semproxy.config.cache import AICache
 
-# similarity_threshold when the route gives none, per embedding model: the
-# thresholds `semproxy calibrate --cache` picks on the tuning half of
-# tests/quality/data/cache for at most 1% wrong hits (docs/en/cache.md).
-DEFAULT_THRESHOLDS = {"wordllama": 0.61, "fast": 0.61, "accurate": 0.59}
-FALLBACK_THRESHOLD = 0.95  # APISIX's default, for a model nothing was measured on
 MAX_COMPARED_TEXT = 16 * 1024  # as the router: a pasted document is not compared in full
 
 
@@ -31,7 +27,7 @@ class CacheSpec:
     route: str
     conf: AICache
     model: str  # the embedding model whose vectors the semantic layer compares
-    threshold: float
+    rule: HitRule  # when a candidate serves (cache/hitrule.py)
 
     @property
     def prefix(self) -> str:
@@ -42,9 +38,8 @@ class CacheSpec:
 def compile_spec(route: str, conf: AICache, model: str) -> CacheSpec:
     semantic = conf.semantic
     threshold = semantic.similarity_threshold if semantic else None
-    if threshold is None:
-        threshold = DEFAULT_THRESHOLDS.get(model, FALLBACK_THRESHOLD)
-    return CacheSpec(route, conf, model, threshold)
+    return CacheSpec(route, conf, model,
+                     rule_for(model, threshold, semantic.near_miss if semantic else True))
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +59,7 @@ class CachePlan:
     partition: str | None
     text: str
     control: control.ClientControl
-    threshold: float
-    near_miss: bool
+    rule: HitRule
     exact_ttl: int
     semantic_ttl: int
     max_entries: int
@@ -94,8 +88,8 @@ def plan(spec: CacheSpec, payload: Mapping[str, Any], upstream: keys.Upstream,
     partition, text = _semantic(spec, scope, payload, upstream)
     semantic = conf.semantic
     return CachePlan(
-        exact=exact, partition=partition, text=text, control=ctl, threshold=spec.threshold,
-        near_miss=semantic.near_miss if semantic else True, exact_ttl=conf.exact.ttl,
+        exact=exact, partition=partition, text=text, control=ctl, rule=spec.rule,
+        exact_ttl=conf.exact.ttl,
         semantic_ttl=semantic.ttl if semantic else conf.exact.ttl,
         max_entries=semantic.max_entries if semantic else 0,
         max_body=conf.max_cache_body_size, payload=payload)

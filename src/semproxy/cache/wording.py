@@ -10,6 +10,7 @@ plural of a currency ("$20" and "20 dollars").
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -21,6 +22,8 @@ _CONTRACTIONS = (
     (r"'ve\b", " have"), (r"'m\b", " am"), (r"'d\b", " would"),
     (r"\b(what|that|it|there|here|who|where|how|when|let)'s\b", r"\1 is"), (r"'s\b", ""),
 )
+# Contractions written without an apostrophe that the patterns above expand.
+_BARE_CONTRACTIONS = frozenset({"cant", "wont", "cannot"})
 _CURRENCY_SIGNS = {"$": "dollar", "€": "euro", "£": "pound", "¥": "yen", "%": "percent"}
 _ALIASES = {"usd": "dollar", "bucks": "dollar", "eur": "euro", "gbp": "pound", "jpy": "yen",
             "pct": "percent"}
@@ -43,6 +46,8 @@ _IDENTIFIER = re.compile(
 _QUOTED = re.compile("(?:^|(?<=[\\s(]))[\"'`\u201c\u2018]([^\"'`\u201d\u2019]{1,200})"
                      "[\"'`\u201d\u2019](?=$|[\\s,.?!:;)])")
 _WORD = re.compile(r"[a-z]+|\d+(?:\.\d+)?|[^\sa-z\d]")
+_ORDINAL_DIGITS = re.compile(r"\d+(st|nd|rd|th)")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _TRIM = ".,?!:;\"'`()[]{}\u201c\u201d\u2018\u2019"
 
 
@@ -75,19 +80,30 @@ def _multiword() -> re.Pattern[str]:
     return re.compile(r"\b(" + "|".join(re.escape(p) for p in phrases) + r")\b")
 
 
+@functools.lru_cache(maxsize=4096)
 def read(text: str) -> Wording:
-    """The wording of `text` (any length; callers cap what they store)."""
+    """The wording of `text` (any length; callers cap what they store). Cached: a
+    stored prompt is read again on every lookup that compares it."""
     text = text.replace("\u2019", "'").replace("\u2018", "'")
+    letters = [c for c in text if c.isalpha()]
+    if letters and sum(c.isupper() for c in letters) > 0.6 * len(letters):
+        text = text.lower()  # a shouted prompt: its capitals say nothing of names or code
     quoted = tuple(q.strip().lower() for q in _QUOTED.findall(text))
     marked: set[str] = set()
     words: list[str] = []
-    for i, chunk in enumerate(text.split()):
+    chunks = text.split()
+    titled = _title_case(chunks)
+    for i, chunk in enumerate(chunks):
+        if chunk.isalpha() and chunk.islower() and chunk not in _BARE_CONTRACTIONS:
+            words.append(_ALIASES.get(chunk) or _singular(chunk))  # most words: no regex
+            continue
         bare = chunk.strip(_TRIM) if not chunk.endswith("()") else chunk.lstrip(_TRIM)
         if bare and _IDENTIFIER.fullmatch(bare) and not bare.isdigit():
             marked.add(bare.lower())
             words.append(bare.lower())
             continue
-        if bare[:1].isupper() and i > 0 and not _sentence_start(text, chunk, i) and bare != "I":
+        if bare[:1].isupper() and i > 0 and not titled \
+                and not _sentence_start(chunks[i - 1], chunk) and bare != "I":
             marked.add(bare.lower())
         words.extend(_plain_words(chunk.lower()))
     joined = _multiword().sub(lambda m: m.group(1).replace(" ", "_"), " ".join(words))
@@ -95,8 +111,13 @@ def read(text: str) -> Wording:
     return Wording(tuple(tokens), tuple(numbers), quoted, frozenset(marked))
 
 
-def _sentence_start(text: str, chunk: str, index: int) -> bool:
-    before = text.split()[index - 1]
+def _title_case(chunks: list[str]) -> bool:
+    """Most words capitalised ("What Is The Best Airline"): capitals mark no name."""
+    words = [c for c in chunks if c[:1].isalpha()]
+    return len(words) >= 3 and sum(c[0].isupper() for c in words) >= 0.6 * len(words)
+
+
+def _sentence_start(before: str, chunk: str) -> bool:
     return before.endswith((".", "?", "!", ":")) or chunk.startswith(("\"", "'", "“"))
 
 
@@ -161,7 +182,7 @@ def _word_value(token: str) -> int | None:
         return _UNITS.get(token, _SCALES.get(token))
     if token in _ORDINALS:
         return _ORDINALS[token]
-    if re.fullmatch(r"\d+(st|nd|rd|th)", token):
+    if token[:1].isdigit() and _ORDINAL_DIGITS.fullmatch(token):
         return int(token[:-2])
     return None
 
@@ -180,7 +201,9 @@ def _run_value(run: list[int]) -> int:
 
 def _digits(token: str) -> str | None:
     """The number in a token: "15", "3.50" -> "3.5", "ww2" -> "2", "401k" -> "401"."""
-    found = re.findall(r"\d+(?:\.\d+)?", token)
+    if token.isalpha():
+        return None  # most tokens: no regular expression
+    found = _NUMBER.findall(token)
     if not found:
         return None
     return ".".join(f"{float(n):g}" if "." in n else str(int(n)) for n in found)

@@ -2,11 +2,12 @@
 
 A pair is a stored prompt and a later one: `same` when they deserve one answer
 (a hit is right), not `same` for a hard negative (a hit is a wrong answer).
-A pair hits when the cosine of the two prompts' vectors reaches the threshold
-and, with the near-miss check on, no near-miss rule tells them apart: what
-`ResponseCache.lookup` decides for one candidate. `calibrate` picks the lowest
-threshold (the most paraphrase hits) whose wrong-hit rate on the negatives is at
-most what the operator names: `semproxy calibrate --cache PAIRS`.
+A pair hits when `cache.hitrule.judge` says so for the cosine of the two prompts'
+vectors: no near miss, and the cosine reaches `same_words` for two wordings of the
+same words or the rewording `threshold` otherwise (what `ResponseCache.lookup`
+decides for one candidate). `calibrate` picks the lowest rewording threshold (the
+most paraphrase hits) whose wrong-hit rate on the negatives is at most what the
+operator names: `semproxy calibrate --cache PAIRS`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from semproxy.cache.difference import differ, prepare
+from semproxy.cache.hitrule import DEFAULT_RULES, HitRule, rule_for
 from semproxy.cache.nearmiss import near_miss
 from semproxy.cache.wording import read
 from semproxy.quality.rate import Rate
@@ -31,15 +34,29 @@ class Pair:
     b: str
     same: bool
     category: str = ""
+    kind: str = ""  # crowd, chat or edit for a paraphrase of the committed set
 
 
 @dataclass(frozen=True, slots=True)
 class PairFigures:
     """Paraphrases that hit (want high) and hard negatives that hit (want low)."""
 
-    threshold: float
+    rule: HitRule
     paraphrases: Rate
     wrong: Rate
+
+    @property
+    def threshold(self) -> float:
+        return self.rule.threshold
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """What the near-miss reading says of one pair, whatever the cosine: the rule that
+    refuses it (None: none does) and whether the two prompts have the same words."""
+
+    refused: str | None
+    same_words: bool
 
 
 def load_pairs(path: Path) -> list[Pair]:
@@ -51,7 +68,7 @@ def load_pairs(path: Path) -> list[Pair]:
         try:
             row = json.loads(line)
             pairs.append(Pair(str(row["a"]), str(row["b"]), bool(row["same"]),
-                              str(row.get("category", ""))))
+                              str(row.get("category", "")), str(row.get("kind", ""))))
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"{path}:{number}: not a pair ({exc})") from None
     if not pairs:
@@ -87,27 +104,57 @@ async def _embed(texts: list[str], model: str) -> np.ndarray:
     return np.asarray(await LocalEmbedder().embed(texts), dtype=np.float32)
 
 
-def near_misses(pairs: Sequence[Pair]) -> list[str | None]:
-    """The near-miss rule that separates each pair, None where none does."""
-    return [near_miss(read(p.a), read(p.b)) for p in pairs]
+def checks(pairs: Sequence[Pair]) -> list[Check]:
+    """The near-miss reading of each pair (independent of any threshold)."""
+    found = []
+    for p in pairs:
+        a, b = read(p.a), read(p.b)
+        a, b, typos = prepare(a, b)
+        d = differ(a, b, typos)
+        found.append(Check(near_miss(a, b, d), d.same_words))
+    return found
 
 
-def figures(pairs: Sequence[Pair], sims: np.ndarray, threshold: float,
-            refused: Sequence[str | None] | None = None) -> PairFigures:
-    hits = sims >= threshold
-    if refused is not None:
-        hits &= np.array([r is None for r in refused])
+def hits(sims: np.ndarray, rule: HitRule, checked: Sequence[Check] | None = None
+         ) -> np.ndarray:
+    """Which pairs hit under `rule`; without `checked`, on cosine alone at `threshold`."""
+    if checked is None or not rule.near_miss:
+        return np.asarray(sims >= rule.threshold)
+    open_ = np.array([c.refused is None for c in checked])
+    needed = np.where([c.same_words for c in checked], rule.same_words, rule.threshold)
+    return np.asarray(open_ & (sims >= needed))
+
+
+def figures(pairs: Sequence[Pair], sims: np.ndarray, rule: HitRule,
+            checked: Sequence[Check] | None = None) -> PairFigures:
+    hit = hits(sims, rule, checked)
     same = np.array([p.same for p in pairs])
-    return PairFigures(threshold, Rate(int((hits & same).sum()), int(same.sum())),
-                       Rate(int((hits & ~same).sum()), int((~same).sum())))
+    return PairFigures(rule, Rate(int((hit & same).sum()), int(same.sum())),
+                       Rate(int((hit & ~same).sum()), int((~same).sum())))
+
+
+def by_kind(pairs: Sequence[Pair], sims: np.ndarray, rule: HitRule,
+            checked: Sequence[Check] | None = None) -> dict[str, Rate]:
+    """The share of pairs that hit, per paraphrase kind and for the negatives."""
+    hit = hits(sims, rule, checked)
+    groups: dict[str, list[bool]] = {}
+    for p, h in zip(pairs, hit, strict=True):
+        groups.setdefault((p.kind or "paraphrase") if p.same else "negative", []).append(bool(h))
+    return {k: Rate(sum(v), len(v)) for k, v in sorted(groups.items())}
 
 
 def calibrate(pairs: Sequence[Pair], sims: np.ndarray, wrong_hits: float,
-              refused: Sequence[str | None] | None = None) -> PairFigures:
-    """The lowest threshold (rounded up to 0.01) whose wrong-hit share is <= `wrong_hits`."""
-    best = figures(pairs, sims, 1.0, refused)
+              checked: Sequence[Check] | None = None, model: str = "wordllama"
+              ) -> PairFigures:
+    """The lowest rewording threshold (rounded up to 0.01) whose wrong-hit share is
+    <= `wrong_hits`; the same-words cosine stays the model's default (or the
+    threshold, if lower)."""
+    def at(threshold: float) -> PairFigures:
+        return figures(pairs, sims, rule_for(model, threshold, checked is not None), checked)
+
+    best = at(1.0)
     for threshold in np.arange(1.0, -0.001, -0.01):
-        found = figures(pairs, sims, round(float(threshold), 2), refused)
+        found = at(round(float(threshold), 2))
         if (found.wrong.value or 0.0) > wrong_hits:
             break
         best = found
@@ -120,10 +167,17 @@ def run(args: argparse.Namespace) -> int:
     target = float(args.wrong_hits)
     if not 0.0 <= target < 1.0:
         raise ValueError("--wrong-hits must be a share between 0 and 1, e.g. 0.01")
+    model = "accurate" if args.model == "accurate" else "wordllama"
     sims = asyncio.run(similarities(pairs, args.model))
-    refused = near_misses(pairs)
-    for label, checked in (("with the near-miss check", refused), ("cosine alone", None)):
-        found = calibrate(pairs, sims, target, checked)
+    checked = checks(pairs)
+    default = DEFAULT_RULES[model]
+    print(f"default rule ({model}): similarity_threshold {default.threshold:.2f}, "
+          f"same words {default.same_words:.2f}")
+    for label, found in (("default rule", figures(pairs, sims, default, checked)),
+                         (f"calibrated for <= {target:.1%} wrong hits",
+                          calibrate(pairs, sims, target, checked, model)),
+                         ("cosine alone, calibrated", calibrate(pairs, sims, target, None,
+                                                                model))):
         print(f"{label}: similarity_threshold {found.threshold:.2f}")
         print(f"  paraphrases that hit: {found.paraphrases.text()}")
         print(f"  wrong hits:           {found.wrong.text()}")
