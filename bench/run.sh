@@ -4,6 +4,8 @@
 #   bash bench/run.sh            # 3 rounds x 10 s per scenario (~9 minutes)
 #   bash bench/run.sh --quick    # 1 round x 3 s (smoke test, ~1-2 minutes)
 #   bash bench/run.sh --fault [--quick] [options]   # fault benchmark (fault_bench.py)
+#   bash bench/run.sh --instructions [--quick] [options]   # instructions per request
+#                                  under valgrind callgrind (instructions.py, ~1 hour)
 #
 # Other options: --rounds N --duration S --streams N --threads N --no-micro --out FILE
 # (see `bash bench/run.sh --help`).
@@ -22,6 +24,10 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PYTHON="${PYTHON:-python3}"
+# A relative path is made absolute: the servers run with their log directory as cwd.
+case "$PYTHON" in
+  */*) PYTHON="$(cd "$(dirname "$PYTHON")" && pwd)/$(basename "$PYTHON")" ;;
+esac
 export PYTHON
 
 # --fault: the fault benchmark (bench/fault_bench.py) instead; needs neither wrk nor nginx.
@@ -29,6 +35,14 @@ if [ "${1:-}" = "--fault" ]; then
   shift
   export BENCH_ENTRY="bash bench/run.sh --fault"
   exec "$PYTHON" "$HERE/fault_bench.py" "$@"
+fi
+
+# --instructions: instructions per request under valgrind (bench/instructions.py).
+if [ "${1:-}" = "--instructions" ]; then
+  shift
+  export BENCH_ENTRY="bash bench/run.sh --instructions"
+  export PATH="$PATH:/usr/sbin"
+  exec "$PYTHON" "$HERE/instructions.py" "$@"
 fi
 
 missing=()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-REPORTS = ["bench/results.md", "bench/fault_results.md"]
+REPORTS = ["bench/results.md", "bench/fault_results.md", "bench/instructions.md"]
 MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:work|tmp|home|root|Users|opt|var)/")
 
 

@@ -23,13 +23,11 @@ import re
 from collections.abc import Mapping, Sequence
 from importlib import resources
 
-import numpy as np
-
 from semproxy.config.schema import Conversation
 from semproxy.semantic.decision import Decision
 
 # A turn's own decision, its scores (router order) and its score against FOLLOWUPS.
-Turn = tuple[Decision, np.ndarray, float | None]
+Turn = tuple[Decision, list[float], float | None]
 
 # Topic-free follow-ups written for semproxy ("make it shorter", "why is that"),
 # embedded with each conversation route's examples: a turn that scores them about

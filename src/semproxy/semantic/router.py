@@ -9,6 +9,7 @@ same way. Nothing here knows about HTTP.
 from __future__ import annotations
 
 import logging
+import math
 from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
@@ -26,7 +27,14 @@ from semproxy.observability.logging import log_line
 from semproxy.providers.http import HttpClients
 from semproxy.semantic import conversation
 from semproxy.semantic.cascade import COMPLETE_STAGES, CascadeScorer, StrongState
-from semproxy.semantic.decision import NO_USER_TEXT, Decision, decide, fallback
+from semproxy.semantic.decision import (
+    MATCHED,
+    NO_USER_TEXT,
+    Decision,
+    decide,
+    decide_row,
+    fallback,
+)
 from semproxy.semantic.query import RoutingInput, earlier_turns
 from semproxy.semantic.scorer import PromptScorer, References, ScoredInstance
 
@@ -94,7 +102,8 @@ class SemanticRouter:
         """`model: accurate`: whether the strong stage can decide; None without one."""
         return None if self.cascade is None else self.cascade.strong_state
 
-    def decide(self, scores: np.ndarray, negative: np.ndarray | None = None,
+    def decide(self, scores: np.ndarray | list[float],
+               negative: np.ndarray | list[float] | None = None,
                thresholds: Sequence[float] | None = None) -> Decision:
         """The route's rule on one row of scores (its own thresholds unless others are tried)."""
         return decide(self.names, scores, self.thresholds if thresholds is None else thresholds,
@@ -130,6 +139,11 @@ class SemanticRouter:
     # -- one request (the gateway): cached, fail-open ---------------------------
     async def route(self, query: RoutingInput) -> Routed:
         """The decision for one request; any failure serves the catchall."""
+        if self.cascade is None and (not query.earlier or self.spec.conversation is None):
+            # One turn (what `_turns` gives here) on a one-stage route: the common request.
+            if not query.text:
+                return Routed(fallback(self.spec.catchall, NO_USER_TEXT), None)
+            return await self._route_one(query.text)
         turns = self._turns(query)
         if not turns or not turns[-1]:
             return Routed(fallback(self.spec.catchall, NO_USER_TEXT), None)
@@ -137,20 +151,49 @@ class SemanticRouter:
         missing = [t for t, seen in zip(turns, remembered, strict=True) if seen is None]
         try:
             fresh = await self._score(missing) if missing else {}
-        except EmbeddingError as exc:
+        except Exception as exc:  # fail-open: routing must never turn a request into a 5xx
+            return self._failed(exc)
+        scored = [seen or fresh[t] for t, seen in zip(turns, remembered, strict=True)]
+        decision = self._conversation(scored)
+        if decision.ranking and decision.reason != MATCHED and log.isEnabledFor(logging.WARNING):
+            self._warn_fallback(decision)
+        return Routed(decision, not missing if self._max_decisions > 0 else None)
+
+    async def _route_one(self, text: str) -> Routed:
+        """`route` of one turn on a one-stage route, the common request, in fewer steps:
+        the same decision cache, decision (the values a batch of one gets), fail-open
+        handling and warning (tests/semantic/test_one_prompt.py)."""
+        turn = self._remembered(text)
+        cached = turn is not None
+        if turn is None:
+            try:
+                refs, scores, negative, generic = await self.scorer.score_one(text)
+                decision = decide_row(refs.names, scores, refs.thresholds, self.spec.catchall,
+                                      self.spec.min_margin, negative)
+                near = None if generic is None else self._near(text, decision, refs, generic)
+            except Exception as exc:  # fail-open, as in `route`
+                return self._failed(exc)
+            turn = (decision, scores, near)
+            self._remember(text, refs, turn)
+        decision = turn[0]
+        if decision.ranking and decision.reason != MATCHED and log.isEnabledFor(logging.WARNING):
+            self._warn_fallback(decision)
+        return Routed(decision, cached if self._max_decisions > 0 else None)
+
+    def _failed(self, exc: Exception) -> Routed:
+        """The catchall, when scoring failed; logged."""
+        if isinstance(exc, EmbeddingError):
             log.warning("semantic routing: %s on route %s, serving %s", exc, self.route_id,
                         self.spec.catchall)
             return Routed(fallback(self.spec.catchall, exc.reason), None)
-        except Exception as exc:  # fail-open: routing must never turn a request into a 5xx
-            log.warning("semantic routing: unexpected %s on route %s, serving %s",
-                        type(exc).__name__, self.route_id, self.spec.catchall)
-            return Routed(fallback(self.spec.catchall, "embedding_error"), None)
-        scored = [seen or fresh[t] for t, seen in zip(turns, remembered, strict=True)]
-        decision = self._conversation(scored)
-        if decision.ranking and not decision.matched and log.isEnabledFor(logging.WARNING):
-            log_line(log, logging.WARNING, "semantic routing: no instance cleared threshold "
-                     f"(scores: {decision.scores_text}), falling back")
-        return Routed(decision, not missing if self._max_decisions > 0 else None)
+        log.warning("semantic routing: unexpected %s on route %s, serving %s",
+                    type(exc).__name__, self.route_id, self.spec.catchall)
+        return Routed(fallback(self.spec.catchall, "embedding_error"), None)
+
+    @staticmethod
+    def _warn_fallback(decision: Decision) -> None:
+        log_line(log, logging.WARNING, "semantic routing: no instance cleared threshold "
+                 f"(scores: {decision.scores_text}), falling back")
 
     def _conversation(self, scored: Sequence[conversation.Turn]) -> Decision:
         if len(scored) == 1 or self.spec.conversation is None:
@@ -207,24 +250,32 @@ class SemanticRouter:
                    generic: np.ndarray | None, refs: Sequence[References]
                    ) -> dict[str, conversation.Turn]:
         """Each text's own decision (with the thresholds of the stage that scored it), its
-        scores and its closeness to the follow-ups, plus its pick's `followup_bias` and,
-        when its wording carries a follow-up cue, the route's `cue_margin`."""
+        scores and its closeness to the follow-ups (see `_near`)."""
         out: dict[str, conversation.Turn] = {}
-        settings = self.spec.conversation
         for row, text in enumerate(texts):
-            decision = self.decide(scores[row], None if negative is None else negative[row],
+            values = scores[row].tolist()
+            decision = self.decide(values, None if negative is None else negative[row],
                                    refs[row].thresholds)
-            # NaN: the stage that scored this row has no follow-ups; the turn is unchecked.
-            near = None if generic is None or np.isnan(generic[row]) else float(generic[row])
-            bias = refs[row].followup_bias
-            slot = self._index.get(decision.pick)
-            if near is not None and bias is not None and slot is not None:
-                near += float(bias[slot])
-            if near is not None and settings is not None and settings.cue_margin \
-                    and conversation.has_followup_cue(text):
-                near += settings.cue_margin
-            out[text] = (decision, scores[row], near)
+            near = None if generic is None else float(generic[row])
+            out[text] = (decision, values, self._near(text, decision, refs[row], near))
         return out
+
+    def _near(self, text: str, decision: Decision, refs: References,
+              generic: float | None) -> float | None:
+        """A turn's closeness to the follow-ups, plus its pick's `followup_bias` and, when
+        its wording carries a follow-up cue, the route's `cue_margin`."""
+        # NaN: the stage that scored this row has no follow-ups; the turn is unchecked.
+        if generic is None or math.isnan(generic):
+            return None
+        near = generic
+        bias = refs.followup_bias
+        slot = self._index.get(decision.pick)
+        if bias is not None and slot is not None:
+            near += float(bias[slot])
+        settings = self.spec.conversation
+        if settings is not None and settings.cue_margin and conversation.has_followup_cue(text):
+            near += settings.cue_margin
+        return near
 
     # -- many prompts (eval, calibrate, playground): batched, errors raised -------
     async def score_many(self, texts: Sequence[str]

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import NoReturn
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from semproxy.semantic.similarity import (
     AGGREGATIONS,
     instance_scores,
     normalize,
+    normalize_one,
     segment_sum_norms,
 )
 
@@ -49,10 +51,17 @@ class References:
     # of a prompt's closeness to them, taken off all of its scores (None / 0: off).
     background: np.ndarray | None = None
     background_weight: float = 0.0
+    # Set from the above, once rather than per prompt: the vectors' dimension, whether
+    # `score_one` takes its short path, and the transposed matrix (a view) it multiplies.
+    dim: int = field(init=False, repr=False, compare=False)
+    plain: bool = field(init=False, repr=False, compare=False)
+    columns: np.ndarray = field(init=False, repr=False, compare=False)
 
-    @property
-    def dim(self) -> int:
-        return int(self.matrix.shape[1])
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dim", int(self.matrix.shape[1]))
+        object.__setattr__(self, "plain", self.aggregation == "max" and self.negatives is None
+                           and self.followups is None and self.background is None)
+        object.__setattr__(self, "columns", self.matrix.T)
 
     def score(self, vectors: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
@@ -92,6 +101,28 @@ class References:
         return (scores - shift[:, None], None if negative is None else negative - shift[:, None],
                 None if generic is None else generic - shift)
 
+    def score_one(self, vector: np.ndarray) -> tuple[list[float], list[float] | None,
+                                                    float | None]:
+        """`score` of one embedded prompt, shape (1, dim), as Python floats: the same
+        values to the last bit, since each step computes what a batch of one does.
+
+        The default set-up (the `max` aggregation, no negatives, follow-ups or
+        background) is one normalisation, one matrix product and one segmented
+        maximum, with no per-instance Python loop; any other runs `score` itself.
+        """
+        if not self.plain:
+            scores, negative, generic = self.score(vector)
+            return (scores[0].tolist(), None if negative is None else negative[0].tolist(),
+                    None if generic is None else float(generic[0]))
+        prompt = normalize_one(vector[0])
+        if self.center is not None and prompt.any():
+            prompt = normalize_one(prompt - self.center)  # `centered`, for one prompt
+        # np.dot of a vector and the transposed matrix is the matrix-vector product the
+        # batch's `prompts @ matrix.T` makes for one row (same BLAS call, same bits). The
+        # maximum is exact in float32; its Python floats are the float64 a batch casts.
+        best: list[float] = _segment_maxima(_dot(prompt, self.columns), self.starts).tolist()
+        return best, None, None
+
 
 @dataclass(frozen=True, slots=True)
 class ScoredInstance:
@@ -115,6 +146,10 @@ def centered(vectors: np.ndarray, center: np.ndarray | None) -> np.ndarray:
     return normalize(shifted)
 
 
+# Looked up once rather than per request: a prompt's product with the examples, and
+# each instance's best example.
+_dot = np.dot
+_segment_maxima = np.maximum.reduceat
 # The follow-ups are one segment starting at column 0.
 _ONE_SEGMENT = np.zeros(1, dtype=np.intp)
 
@@ -232,19 +267,33 @@ class PromptScorer:
         (None when the route does not read conversations); see `References.score`.
 
         One embedding call and one matrix product for the whole batch; the
-        gateway's per-request path is this with one text, so a batch routes
-        exactly as requests would.
+        gateway's per-request path is `score_one`, which gives the values a batch
+        of one gives here.
         """
-        refs = self._refs
-        if refs is None:
-            refs = await self.references()
-        vectors = await self._embedder.embed(texts)
-        if vectors.ndim != 2 or vectors.shape[0] != len(texts) or vectors.shape[1] != refs.dim:
-            # The model changed underneath (same name, other dimension): drop the
-            # stale references so the next request rebuilds them with the new model.
-            self._refs = None
-            raise EmbeddingError(
-                f"prompt embedding has dimension {vectors.shape[-1]}, references {refs.dim}",
-                "dimension_mismatch",
-            )
-        return refs, *refs.score(vectors)
+        refs = self._refs or await self.references()
+        return refs, *refs.score(self._checked(refs, await self._embedder.embed(texts),
+                                               len(texts)))
+
+    async def score_one(self, text: str
+                        ) -> tuple[References, list[float], list[float] | None, float | None]:
+        """`score_turns` of one text (one request's prompt), as Python floats; see
+        `References.score_one`."""
+        refs = self._refs or await self.references()
+        vectors = await self._embedder.embed((text,))
+        if vectors.shape != (1, refs.dim):
+            self._mismatch(refs, vectors)
+        return refs, *refs.score_one(vectors)
+
+    def _checked(self, refs: References, vectors: np.ndarray, count: int) -> np.ndarray:
+        if vectors.shape != (count, refs.dim):
+            self._mismatch(refs, vectors)
+        return vectors
+
+    def _mismatch(self, refs: References, vectors: np.ndarray) -> NoReturn:
+        # The model changed underneath (same name, other dimension): drop the stale
+        # references so the next request rebuilds them with the new model.
+        self._refs = None
+        raise EmbeddingError(
+            f"prompt embedding has dimension {vectors.shape[-1]}, references {refs.dim}",
+            "dimension_mismatch",
+        )

@@ -39,6 +39,24 @@ def normalize(matrix: npt.ArrayLike) -> npt.NDArray[np.float32]:
     return cast("npt.NDArray[np.float32]", values / norms)  # float32 / float32 stays float32
 
 
+_FLOAT32 = np.dtype(np.float32)
+_sum = np.add.reduce  # looked up once: the per-request path calls it for every prompt
+
+
+def normalize_one(vector: npt.NDArray[np.floating]) -> npt.NDArray[np.float32]:
+    """`normalize` of one vector (1-D), to the same bits in fewer numpy calls (the
+    per-request path): the squares are summed by the same pairwise reduction, and
+    the length is one Python float. A float32 square root and a float64 one rounded
+    to float32 agree (53 >= 2 * 24 + 2 bits), and a Python float is cast to the
+    array's float32 before the division (NEP 50)."""
+    if vector.dtype is not _FLOAT32:
+        vector = vector.astype(np.float32)
+    total = float(_sum(vector * vector))
+    if not total:
+        return cast("npt.NDArray[np.float32]", vector.copy())  # `normalize` divides by 1
+    return cast("npt.NDArray[np.float32]", vector / math.sqrt(total))
+
+
 def _segment_max(sims: FloatArray, starts: IntArray, k: int, sums: FloatArray,
                  refs: npt.NDArray[np.floating] | None = None) -> FloatArray:
     # Segments are contiguous, so reduceat computes every instance's maximum
@@ -224,15 +242,22 @@ def instance_scores(
     return scores[0] if prompts.ndim == 1 else scores
 
 
+def order(values: Sequence[float]) -> list[int]:
+    """Indices of the finite values, largest first; a stable sort keeps configuration
+    order on ties, so equal scores resolve the same way on every request. Non-finite
+    values are dropped: NaN would break the sort."""
+    finite = [i for i, value in enumerate(values) if math.isfinite(value)]
+    return sorted(finite, key=values.__getitem__, reverse=True)  # reverse keeps it stable
+
+
 def rank(
     names: Sequence[str], scores: npt.ArrayLike, thresholds: Sequence[float]
 ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
     """Order instances by score and keep those that clear their own threshold.
 
     Returns ``(cleared, ranking)``. ``ranking`` holds every instance with a
-    finite score, best first; a stable sort keeps configuration order on
-    ties, so equal scores resolve the same way on every request. ``cleared``
-    is the part of ``ranking`` whose score is >= that instance's threshold.
+    finite score, best first (see `order`). ``cleared`` is the part of
+    ``ranking`` whose score is >= that instance's threshold.
     The threshold is per instance because cosine scales differ by topic: a
     narrow domain may need 0.7 to be trusted while a broad one is fine at 0.4.
     """
@@ -241,9 +266,7 @@ def rank(
     values: list[float] = np.asarray(scores, dtype=np.float64).tolist()
     if not len(names) == len(values) == len(thresholds):
         raise ValueError("names, scores and thresholds must have the same length")
-    # Non-finite scores are dropped before sorting: NaN would break the sort.
-    finite = [i for i, value in enumerate(values) if math.isfinite(value)]
-    kept = sorted(finite, key=lambda i: -values[i])
+    kept = order(values)
     ranking = [(names[i], values[i]) for i in kept]
     cleared = [(names[i], values[i]) for i in kept if values[i] >= thresholds[i]]
     return cleared, ranking

@@ -1,0 +1,224 @@
+"""What the instruction mode measures (servers, scenarios) and how it reports it.
+
+Pure: no processes here, so the report can be checked without valgrind
+(tests/docs/test_bench_instructions.py). bench/instructions.py does the measuring.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Server:
+    """One process set-up: `kind` of `run.gateway_config` (None: bench/relay.py)."""
+
+    key: str
+    kind: str | None
+    flags: tuple[str, ...] = ()  # extra `semproxy serve` options
+    needs_accurate: bool = False  # `model: accurate` (the accurate extra and MiniLM weights)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A load on a server: post.lua's prompt mode and client protocol (shape).
+
+    `share` scales `--requests` (a slow scenario may count fewer). `counted_at` says
+    where n comes from: `upstream` (the mock's log, the default) or `client` (its 2xx
+    answers), for a scenario whose requests do not all reach the upstream. `pending`:
+    a slot for a feature that does not exist yet, reported but not run.
+    """
+
+    key: str
+    label: str
+    server: str
+    prompts: str = "fixed"
+    shape: str = "chat"
+    share: float = 1.0
+    counted_at: str = "upstream"
+    pending: str = ""
+
+
+SERVERS = {s.key: s for s in (
+    Server("relay", None),
+    Server("gw-rr", "rr"),
+    Server("gw-rr-nolog", "rr", ("--no-access-log",)),
+    Server("gw-local", "local"),
+    Server("gw-local-nolog", "local", ("--no-access-log",)),
+    Server("gw-accurate", "accurate", needs_accurate=True),
+)}
+
+SCENARIOS = (
+    Scenario("relay", "minimal aiohttp relay (reference)", "relay"),
+    Scenario("rr", "round-robin x3", "gw-rr"),
+    Scenario("rr-msg", "round-robin x3, Anthropic Messages client", "gw-rr", shape="messages"),
+    Scenario("rr-resp", "round-robin x3, OpenAI Responses client", "gw-rr",
+             shape="responses"),
+    Scenario("rr-nolog", "round-robin x3, `--no-access-log`", "gw-rr-nolog"),
+    Scenario("sem-miss", "semantic, local model, a new prompt per request", "gw-local",
+             "varied"),
+    Scenario("sem-hit", "semantic, local model, 8 repeated prompts", "gw-local", "small"),
+    Scenario("sem-miss-nolog", "semantic, new prompts, `--no-access-log`", "gw-local-nolog",
+             "varied"),
+    # The strong model re-scores the ambiguous prompts: ~25M instructions a request, so
+    # half the requests give as steady a figure.
+    Scenario("sem-acc-miss", "semantic, `model: accurate`, a new prompt per request",
+             "gw-accurate", "varied", share=0.5),
+    Scenario("sem-acc-hit", "semantic, `model: accurate`, 8 repeated prompts", "gw-accurate",
+             "small"),
+    # Slots for features that are not built yet. To fill one: add its set-up as a kind
+    # of run.gateway_config and a Server above, point `server` at it and drop `pending`.
+    # A response-cache hit never reaches the upstream: count that one at the client.
+    Scenario("rr-limits", "round-robin x3 with limits", "gw-rr-limits",
+             pending="slot: spend and rate limits are not built yet (issue 25)"),
+    Scenario("rr-cache", "round-robin x3 with the response cache, repeated prompts",
+             "gw-rr-cache", "small", counted_at="client",
+             pending="slot: the response cache is not built yet (issue 26)"),
+)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One window: instructions counted, requests that reached the upstream, 2xx answers."""
+
+    instructions: int
+    upstream: int
+    answered: int
+    counted_at: str = "upstream"
+
+    @property
+    def n(self) -> int:
+        return self.answered if self.counted_at == "client" else self.upstream
+
+    @property
+    def per_request(self) -> float:
+        return self.instructions / self.n if self.n else math.nan
+
+
+Results = dict[str, list["Measured | str"]]  # scenario key -> per run: figures or why none
+
+
+def spread(values: list[float]) -> float:
+    """(max - min) / min of the finite values; NaN below two of them."""
+    finite = [v for v in values if math.isfinite(v)]
+    if len(finite) < 2 or min(finite) <= 0:
+        return math.nan
+    return (max(finite) - min(finite)) / min(finite)
+
+
+def ratios(mine: list[Measured | str], ref: list[Measured | str]) -> list[float]:
+    """Per run: this scenario's instructions per request over the reference's."""
+    return [a.per_request / b.per_request
+            if isinstance(a, Measured) and isinstance(b, Measured) and b.per_request
+            else math.nan for a, b in zip(mine, ref, strict=False)]
+
+
+def median_ratio(mine: list[float], ref: list[float]) -> float:
+    """Median of per-round ratios (rounds where both have a figure)."""
+    vals = [a / b for a, b in zip(mine, ref, strict=False)
+            if math.isfinite(a) and math.isfinite(b) and b]
+    return statistics.median(vals) if vals else math.nan
+
+
+def _join(values: list[str]) -> str:
+    return " / ".join(values) if values else "-"
+
+
+def kilo(value: float) -> str:
+    return "-" if not math.isfinite(value) else f"{value / 1000:,.1f}k"
+
+
+def num(value: float, digits: int = 2) -> str:
+    return "-" if not math.isfinite(value) else f"{value:,.{digits}f}"
+
+
+def pct(value: float) -> str:
+    return "-" if not math.isfinite(value) else f"{100 * value:.1f}%"
+
+
+def row(s: Scenario, results: Results, rps: dict[str, list[float]], skipped: dict[str, str]
+        ) -> str:
+    if s.pending or s.server in skipped:
+        why = s.pending or f"skipped: {skipped[s.server]}"
+        return f"| {s.label} | {why} ||||||"
+    runs = results.get(s.key, [])
+    done = [m for m in runs if isinstance(m, Measured)]
+    if not done:
+        why = next((m for m in runs if isinstance(m, str)), "not measured")
+        return f"| {s.label} | skipped: {why} ||||||"
+    per = [m.per_request if isinstance(m, Measured) else math.nan for m in runs]
+    x_relay = ratios(runs, results.get("relay", []))
+    mine, ref = rps.get(s.key, []), rps.get("relay", [])
+    finite = [v for v in mine if math.isfinite(v)]
+    return (f"| {s.label} | {_join([kilo(v) for v in per])} | {pct(spread(per))} "
+            f"| {_join([str(m.n) if isinstance(m, Measured) else '-' for m in runs])} "
+            f"| {_join([num(v) for v in x_relay])} "
+            f"| {num(statistics.median(finite), 0) if finite else '-'} "
+            f"| {num(median_ratio(mine, ref))} |")
+
+
+def comparisons(results: Results) -> list[str]:
+    """Protocols against Chat Completions, and what `--no-access-log` saves."""
+    lines = []
+    for key, name in (("rr-msg", "Anthropic Messages"), ("rr-resp", "OpenAI Responses")):
+        per_run = ratios(results.get(key, []), results.get("rr", []))
+        if any(math.isfinite(v) for v in per_run):
+            lines.append(f"- {name} x Chat Completions on the same route (instructions per "
+                         f"request, per run): {_join([num(v) for v in per_run])}")
+    for off, on in (("rr-nolog", "rr"), ("sem-miss-nolog", "sem-miss")):
+        saved = [b.per_request - a.per_request
+                 for a, b in zip(results.get(off, []), results.get(on, []), strict=False)
+                 if isinstance(a, Measured) and isinstance(b, Measured)]
+        if saved:
+            lines.append(f"- `--no-access-log` on `{on}` saves, per run: "
+                         f"{_join([kilo(v) for v in saved])} instructions per request")
+    return lines
+
+
+def warnings(results: Results) -> list[str]:
+    """Windows whose upstream count and client answers disagree (errors, retries)."""
+    out = []
+    for key, runs in results.items():
+        for i, m in enumerate(runs):
+            if isinstance(m, Measured) and m.upstream != m.answered:
+                out.append(f"- **{key}, run {i + 1}: {m.upstream} requests reached the "
+                           f"upstream but {m.answered} were answered 2xx**")
+    return out
+
+
+def render(scenarios: list[Scenario], results: Results, rps: dict[str, list[float]],
+           skipped: dict[str, str], meta: dict[str, Any]) -> str:
+    """The report (markdown)."""
+    rps_note = (f"median of {meta['rps_rounds']} round(s) of {meta['rps_duration']:g} s "
+                "with wrk at c=64, natively (no valgrind), scenarios in rotating order; "
+                "`x relay` is the median of per-round ratios" if meta["rps_rounds"]
+                else "not measured (`--no-rps`)")
+    lines = [
+        "# semproxy instructions per request", "",
+        f"Run {meta['started_at']}: {meta['runs']} run(s), each with fresh processes; "
+        f"a window is {meta['requests']} requests at concurrency {meta['concurrency']} "
+        f"after {meta['warmup']} uncounted ones; {meta['valgrind']}.", "",
+        "Command:", "", "```", meta["command"], "```", "", "Machine:", "",
+        *meta["machine"], "",
+        "## Instructions per request", "",
+        "Instructions: valgrind callgrind, event Ir, every thread of the server process, "
+        "counted only while the window's load ran (`--instr-atstart=no`, "
+        "`callgrind_control -i on` / `-i off`), divided by n, the requests that reached "
+        "the mock upstream in the window. Per run, separated by `/`; `spread` is "
+        "(max - min) / min over the runs; `x relay` is against the relay of the same run. "
+        f"req/s: {rps_note}.", "",
+        "| scenario | instructions per request | spread | n | x relay "
+        "| req/s c=64 | req/s x relay |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+        *[row(s, results, rps, skipped) for s in scenarios],
+    ]
+    extra = comparisons(results)
+    if extra:
+        lines += ["", *extra]
+    bad = warnings(results)
+    if bad:
+        lines += ["", *bad]
+    return "\n".join(lines) + "\n"
