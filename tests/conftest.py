@@ -8,8 +8,8 @@ from typing import Any
 import aiohttp
 import pytest
 
+from semproxy.admin.run import RunningGateway, start
 from semproxy.config.loader import load_data
-from semproxy.server.run import RunningGateway, start
 
 GatewayFactory = Callable[..., Awaitable[RunningGateway]]
 

@@ -62,7 +62,7 @@ def make_source(args: argparse.Namespace) -> ConfigSource:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from semproxy.server.run import run
+    from semproxy.admin.run import run
 
     if bool(args.config) == bool(args.etcd):
         raise UsageError("give exactly one of --config FILE and --etcd URL")
@@ -85,7 +85,8 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from semproxy.semantic.explain import explain, render
+    from semproxy.runtime.compile import explain
+    from semproxy.semantic.explain import render
 
     config = load_file(args.config)
     result = asyncio.run(explain(config, args.route, args.prompt))

@@ -71,7 +71,9 @@ async def test_metrics_cover_requests_latency_tokens_semantic_and_config(
                  reason="matched") == 2
     assert sample(m, "semproxy_semantic_decisions_total", route="sem", instance="default",
                  reason="below_threshold") == 1
-    assert sample(m, "semproxy_embedding_duration_seconds_count", route="sem") == 4
+    # Three prompts were embedded; the repeated one was answered by the decision cache,
+    # which embeds nothing and so adds no duration (issue 23: it used to add one).
+    assert sample(m, "semproxy_embedding_duration_seconds_count", route="sem") == 3
     # The repeated prompt is answered by the decision cache: no embedding lookup at all.
     assert sample(m, "semproxy_semantic_decision_cache_total", route="sem", result="hit") == 1
     assert sample(m, "semproxy_semantic_decision_cache_total", route="sem", result="miss") == 3

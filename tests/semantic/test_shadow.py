@@ -11,10 +11,10 @@ import pytest
 from tests.conftest import GatewayFactory, chat, instance, route_config
 from tests.fakes import FakeEmbeddings
 
+from semproxy.admin.run import RunningGateway
 from semproxy.config.loader import load_data
 from semproxy.errors import ConfigError
 from semproxy.observability.metrics import Metrics
-from semproxy.server.run import RunningGateway
 from semproxy.server.shadow import BATCH, QUEUE_CAP
 
 from .conftest import ask, remote_embeddings, semantic_config

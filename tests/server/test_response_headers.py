@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import GatewayFactory, chat, instance, route_config
 from tests.reliability.rawhttp import chat_head
 
-from semproxy.server.run import RunningGateway
+from semproxy.admin.run import RunningGateway
 
 from .playground_env import ADMIN_KEY, start_playground
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from semproxy.config.runtime import RouteSpec
+from semproxy.config.spec import RouteSpec
 from semproxy.quality import calibrate as cal
 from semproxy.quality.evaluate import CHUNK
 from semproxy.quality.labelled import LabelledPrompt

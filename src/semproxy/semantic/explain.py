@@ -1,7 +1,8 @@
 """`semproxy explain` and the admin explain endpoint: the gateway's decision, spelled out.
 
 It runs the very router a request would use (same embedder chain, same
-thresholds, same decision cache when it is the live one) and calls no LLM.
+thresholds, same decision cache when it is the live one) and calls no LLM;
+`runtime.compile.explain` builds one apart from any gateway for the CLI.
 """
 
 from __future__ import annotations
@@ -9,9 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from semproxy.config.runtime import GatewayConfig
-from semproxy.semantic.query import RoutingInput, prompt_input
-from semproxy.semantic.router import SemanticRouter, router_for
+from semproxy.semantic.query import RoutingInput
+from semproxy.semantic.router import SemanticRouter
 from semproxy.semantic.similarity import margin
 
 
@@ -40,11 +40,6 @@ async def explain_with(router: SemanticRouter, query: RoutingInput) -> dict[str,
                                     strict=False)
         ],
     }
-
-
-async def explain(config: GatewayConfig, route_id: str, prompt: str) -> dict[str, Any]:
-    async with router_for(config, route_id) as router:
-        return await explain_with(router, prompt_input(prompt))
 
 
 def render(result: dict[str, Any]) -> str:

@@ -3,26 +3,24 @@
 The gateway (one request at a time, failing open), `semproxy explain`, `eval`,
 `calibrate` and the playground (batches, failing loudly) all hold a
 `SemanticRouter` built by `open_router`, so they embed, score and decide the
-same way. Nothing here knows about HTTP.
+same way. Nothing here knows about HTTP: the embedders are handed in
+(`runtime/compile.py` builds them for the gateway and for `router_for`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections import Counter, OrderedDict
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from semproxy.config.runtime import GatewayConfig, RouteSpec, SemanticSpec
+from semproxy.config.spec import RouteSpec, SemanticSpec
 from semproxy.embeddings import Embedder
-from semproxy.embeddings.factory import EmbedderPool
-from semproxy.errors import BadRequestError, EmbeddingError, NotFoundError
+from semproxy.errors import BadRequestError, EmbeddingError
 from semproxy.observability.logging import log_line
-from semproxy.providers.http import HttpClients
 from semproxy.semantic import conversation
 from semproxy.semantic.cascade import CascadeScorer
 from semproxy.semantic.decision import NO_USER_TEXT, Decision, decide, fallback
@@ -252,24 +250,3 @@ def open_router(route: RouteSpec, embedder: Embedder, strong: Embedder | None = 
     cascade = None if strong is None else CascadeScorer(
         fast, PromptScorer(instances, strong, spec.aggregation, spec.k, followups=followups))
     return SemanticRouter(route.id, spec, fast, cascade)
-
-
-@asynccontextmanager
-async def router_for(config: GatewayConfig, route_id: str) -> AsyncIterator[SemanticRouter]:
-    """A route's router built apart from any running gateway (CLI, playground batches).
-
-    It gets its own embedder chain, so a batch never evicts the live prompt
-    cache; its HTTP clients are closed on exit.
-    """
-    route = next((r for r in config.routes if r.id == route_id), None)
-    if route is None:
-        raise NotFoundError(f"no route with id {route_id!r}")
-    if route.semantic is None:
-        raise BadRequestError(f"route {route_id!r} does not use semantic balancing")
-    clients = HttpClients()
-    try:
-        pool = EmbedderPool(clients)
-        embeddings = route.semantic.embeddings
-        yield open_router(route, pool.get(embeddings), pool.strong(embeddings))
-    finally:
-        await clients.aclose()

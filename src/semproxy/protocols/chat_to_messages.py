@@ -1,5 +1,5 @@
-"""Chat Completions over Anthropic's native Messages API: the `anthropic-messages`
-provider's two translations, the mirror of `protocols.anthropic`.
+"""Chat Completions requests sent to Anthropic's own Messages API (the `anthropic-messages`
+provider), and its answers back as Chat Completions: the mirror of `messages_to_chat`.
 
 Out: system messages join into `system`; `tool` messages become `tool_result`
 blocks of one user turn; assistant `tool_calls` become `tool_use` blocks;
@@ -14,11 +14,44 @@ from typing import Any
 
 import orjson
 
+from semproxy.errors import UpstreamError
+from semproxy.protocols.chat import CHAT, stream_error
+from semproxy.protocols.envelope import error_object
 from semproxy.protocols.events import decoded
+from semproxy.protocols.messages import (
+    FINISH_REASONS,
+    MESSAGES,
+    assistant_message,
+    parse_arguments,
+)
+from semproxy.protocols.usage import anthropic_counts, anthropic_usage, chat_usage_object
+from semproxy.types import JSONObject, Usage, content_text
 
 DEFAULT_MAX_TOKENS = 4096
-FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length",
-                  "tool_use": "tool_calls", "refusal": "content_filter", "pause_turn": "stop"}
+
+
+class ChatToMessages:
+    """Chat requests to an Anthropic Messages upstream, and its answers back as Chat."""
+
+    source, target = CHAT, MESSAGES
+
+    def request(self, body: JSONObject) -> JSONObject:
+        return to_messages(body)
+
+    def answer(self, body: bytes) -> tuple[bytes, Usage | None]:
+        try:
+            message = orjson.loads(body)
+            usage = anthropic_usage(anthropic_counts(message.get("usage")))
+            return orjson.dumps(to_completion(message, usage)), usage
+        except (orjson.JSONDecodeError, AttributeError, TypeError) as exc:
+            raise UpstreamError("upstream answered with a body that is not an Anthropic "
+                                "message") from exc
+
+    def error(self, status: int, body: bytes) -> bytes:
+        return to_chat_error(body, status)
+
+    def events(self, model: str | None) -> ChunksFromMessages:
+        return ChunksFromMessages()
 
 
 def to_messages(chat: dict[str, Any]) -> dict[str, Any]:
@@ -31,11 +64,11 @@ def to_messages(chat: dict[str, Any]) -> dict[str, Any]:
     for message in chat.get("messages") or ():
         role = message.get("role")
         if role in ("system", "developer"):
-            system.append(_text(message.get("content")))
+            system.append(content_text(message.get("content")))
         elif role == "tool":
             _append(messages, "user", [{"type": "tool_result",
                                         "tool_use_id": message.get("tool_call_id", ""),
-                                        "content": _text(message.get("content"))}])
+                                        "content": content_text(message.get("content"))}])
         elif role == "assistant":
             _append(messages, "assistant", _assistant_blocks(message))
         else:
@@ -80,16 +113,9 @@ def _append(messages: list[dict[str, Any]], role: str, blocks: list[dict[str, An
         messages.append({"role": role, "content": blocks})
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return " ".join(p["text"] for p in content
-                        if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return content if isinstance(content, str) else ""
-
-
 def _user_blocks(content: Any) -> list[dict[str, Any]]:
     if not isinstance(content, list):
-        return [{"type": "text", "text": _text(content)}]
+        return [{"type": "text", "text": content_text(content)}]
     blocks: list[dict[str, Any]] = []
     for part in content:
         if not isinstance(part, dict):
@@ -109,19 +135,9 @@ def _image_source(url: str) -> dict[str, Any]:
     return {"type": "url", "url": url}
 
 
-def parse_arguments(arguments: Any) -> Any:
-    """Tool arguments as an object: a model may send invalid JSON, kept then as a string."""
-    if not isinstance(arguments, str) or not arguments:
-        return {}
-    try:
-        return orjson.loads(arguments)
-    except orjson.JSONDecodeError:
-        return {"arguments": arguments}
-
-
 def _assistant_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
-    text = _text(message.get("content"))
+    text = content_text(message.get("content"))
     if text:
         blocks.append({"type": "text", "text": text})
     for call in message.get("tool_calls") or ():
@@ -132,40 +148,20 @@ def _assistant_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     return blocks
 
 
-def to_completion(message: dict[str, Any]) -> dict[str, Any]:
-    texts, calls = [], []
-    for block in message.get("content") or ():
-        if block.get("type") == "text":
-            texts.append(block.get("text", ""))
-        elif block.get("type") == "tool_use":
-            calls.append({"id": block.get("id", ""), "type": "function", "function": {
-                "name": block.get("name", ""),
-                "arguments": orjson.dumps(block.get("input", {})).decode()}})
-    reply: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or None}
-    if calls:
-        reply["tool_calls"] = calls
+def to_completion(message: dict[str, Any], usage: Usage | None) -> dict[str, Any]:
+    """An Anthropic message as a chat.completion (its usage read by the caller)."""
     return {"id": message.get("id", ""), "object": "chat.completion", "created": 0,
             "model": message.get("model", ""),
-            "choices": [{"index": 0, "message": reply, "finish_reason": FINISH_REASONS.get(
-                message.get("stop_reason") or "end_turn", "stop")}],
-            "usage": chat_usage(message.get("usage"))}
-
-
-def chat_usage(node: Any) -> dict[str, int]:
-    node = node if isinstance(node, dict) else {}
-    given = sum(int(node.get(k) or 0) for k in (
-        "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
-    made = int(node.get("output_tokens") or 0)
-    return {"prompt_tokens": given, "completion_tokens": made, "total_tokens": given + made}
+            "choices": [{"index": 0, "message": assistant_message(message.get("content")),
+                         "finish_reason": FINISH_REASONS.get(
+                             message.get("stop_reason") or "end_turn", "stop")}],
+            "usage": chat_usage_object(usage)}
 
 
 def to_chat_error(body: bytes, status: int) -> bytes:
     """An Anthropic error body in OpenAI's envelope (type and message kept)."""
-    try:
-        error = orjson.loads(body).get("error")
-    except (orjson.JSONDecodeError, AttributeError):
-        error = None
-    if not isinstance(error, dict):
+    error = error_object(body)
+    if error is None:
         error = {"type": "api_error", "message": f"upstream answered HTTP {status}"}
     return orjson.dumps({"error": {"message": str(error.get("message", "")),
                                    "type": str(error.get("type", "api_error")),
@@ -179,7 +175,18 @@ class ChunksFromMessages:
         self._id = ""
         self._model = ""
         self._tools = -1  # index of the last tool call
-        self._usage: dict[str, Any] = {}
+        self._counts: dict[str, int] = {}
+        self.done = False
+
+    @property
+    def usage(self) -> Usage | None:
+        return anthropic_usage(self._counts)
+
+    def close(self) -> bytes:
+        return b""
+
+    def error(self, message: str) -> bytes:
+        return stream_error(message)
 
     def feed(self, chunk: bytes) -> bytes:
         out = bytearray()
@@ -200,7 +207,7 @@ class ChunksFromMessages:
         if kind == "message_start":
             message = event.get("message") or {}
             self._id, self._model = message.get("id", ""), message.get("model", "")
-            self._usage = dict(message.get("usage") or {})
+            self._counts = anthropic_counts(message.get("usage"))
             return self._chunk({"role": "assistant", "content": ""})
         if kind == "content_block_start":
             block = event.get("content_block") or {}
@@ -214,11 +221,12 @@ class ChunksFromMessages:
         if kind == "content_block_delta":
             return self._delta(event.get("delta") or {})
         if kind == "message_delta":
-            self._usage.update(event.get("usage") or {})
+            self._counts.update(anthropic_counts(event.get("usage")))
             reason = (event.get("delta") or {}).get("stop_reason") or "end_turn"
             return self._chunk({}, FINISH_REASONS.get(reason, "stop"))
         if kind == "message_stop":
-            return self._chunk(None, usage=chat_usage(self._usage)) + b"data: [DONE]\n\n"
+            self.done = True
+            return self._chunk(None, usage=chat_usage_object(self.usage)) + b"data: [DONE]\n\n"
         if kind == "error":
             return b"data: " + orjson.dumps({"error": event.get("error")}) + b"\n\n"
         return b""

@@ -1,5 +1,7 @@
-"""Anthropic Messages (`POST /v1/messages`) served over Chat Completions upstreams.
+"""Anthropic Messages (`POST /v1/messages`) clients served over Chat Completions upstreams.
 
+`AnthropicMessages` is the client protocol (parse, errors); `MessagesToChat`
+the converter: requests to Chat, answers (whole, streamed, errors) back.
 Request: `system` becomes the first message; content blocks become content
 parts (text, images as URLs or data URLs); `tool_use` blocks become the
 assistant's `tool_calls` and `tool_result` blocks become `tool` messages,
@@ -16,12 +18,21 @@ from typing import Any
 
 import orjson
 
-from semproxy.errors import BadRequestError
-from semproxy.protocols.anthropic_native import parse_arguments
-from semproxy.protocols.anthropic_stream import STOP_REASONS, MessagesStream, usage
+from semproxy.errors import BadRequestError, UpstreamError
 from semproxy.protocols.body import parse_object
+from semproxy.protocols.chat import CHAT
 from semproxy.protocols.contract import Parsed
+from semproxy.protocols.envelope import read_error
+from semproxy.protocols.messages import (
+    MESSAGES,
+    STOP_REASONS,
+    assistant_message,
+    parse_arguments,
+)
+from semproxy.protocols.messages_stream import MessagesStream, usage_object
+from semproxy.protocols.usage import chat_usage
 from semproxy.semantic.query import RoutingInput, prompt_input
+from semproxy.types import JSONObject, Usage, content_text
 
 # Passed through under the same name and meaning.
 SAME_FIELDS = ("model", "temperature", "top_p", "stream")
@@ -38,7 +49,7 @@ def message_id() -> str:
 
 
 class AnthropicMessages:
-    name = "messages"
+    name = MESSAGES
 
     def parse(self, body: bytes) -> Parsed:
         request = parse_object(body)
@@ -55,14 +66,35 @@ class AnthropicMessages:
             return Parsed({}, routing_query(messages), request, exc)
         return Parsed(payload, routing_query(messages), request)
 
-    def reply(self, body: bytes) -> bytes:
-        return orjson.dumps(from_chat(orjson.loads(body)))
-
-    def stream(self, model: str | None) -> MessagesStream:
-        return MessagesStream(message_id(), model or "")
-
     def error(self, status: int, message: str, type_: str, code: str | None) -> bytes:
         return error_body(status, message)
+
+
+class MessagesToChat:
+    """Messages requests to a Chat upstream, and its answers back as Messages."""
+
+    source, target = MESSAGES, CHAT
+
+    def request(self, body: JSONObject) -> JSONObject:
+        return to_chat(body, body["messages"])
+
+    def answer(self, body: bytes) -> tuple[bytes, Usage | None]:
+        try:
+            completion = orjson.loads(body)
+            return orjson.dumps(from_chat(completion)), chat_usage(completion.get("usage"))
+        except (orjson.JSONDecodeError, TypeError, AttributeError) as exc:
+            raise not_a_completion() from exc
+
+    def error(self, status: int, body: bytes) -> bytes:
+        message, _, _ = read_error(body, status)
+        return error_body(status, message)
+
+    def events(self, model: str | None) -> MessagesStream:
+        return MessagesStream(message_id(), model or "")
+
+
+def not_a_completion() -> UpstreamError:
+    return UpstreamError("upstream answered with a body that is not a chat completion")
 
 
 def error_body(status: int, message: str) -> bytes:
@@ -78,11 +110,8 @@ def routing_query(messages: list[Any]) -> RoutingInput:
         content = message.get("content")
         if isinstance(content, str):
             return prompt_input(content)
-        blocks = content if isinstance(content, list) else ()
-        texts = [b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text"
-                 and isinstance(b.get("text"), str)]
-        if texts:
-            return prompt_input(" ".join(texts))
+        if isinstance(content, list) and (text := content_text(content, kinds=("text",))):
+            return prompt_input(text)
     return prompt_input("")
 
 
@@ -115,8 +144,7 @@ def _list(value: Any, path: str) -> list[Any]:
 def _system(system: Any) -> str:
     if system is None or isinstance(system, str):
         return system or ""
-    return "\n".join(b["text"] for b in _list(system, "system")
-                     if isinstance(b, dict) and isinstance(b.get("text"), str))
+    return content_text(_list(system, "system"), "\n")
 
 
 def _message(message: Any, i: int) -> list[dict[str, Any]]:
@@ -127,7 +155,7 @@ def _message(message: Any, i: int) -> list[dict[str, Any]]:
         return [{"role": message["role"], "content": content}]
     blocks = _list(content, f"messages.{i}.content")
     if message["role"] == "assistant":
-        return [_assistant(blocks, i)]
+        return [assistant_message(blocks)]
     return _user(blocks, i)
 
 
@@ -142,7 +170,7 @@ def _user(blocks: list[Any], i: int) -> list[dict[str, Any]]:
             parts.append({"type": "image_url", "image_url": {"url": _image_url(block, i, j)}})
         elif kind == "tool_result":
             results.append({"role": "tool", "tool_call_id": block.get("tool_use_id", ""),
-                            "content": _result_text(block.get("content"))})
+                            "content": content_text(block.get("content"), "\n")})
         elif kind != "thinking":
             raise BadRequestError(f"messages.{i}.content.{j}.type: unsupported block {kind!r}")
     return results + ([{"role": "user", "content": parts}] if parts else [])
@@ -157,28 +185,6 @@ def _image_url(block: dict[str, Any], i: int, j: int) -> str:
     raise BadRequestError(f"messages.{i}.content.{j}.source: base64 or url image expected")
 
 
-def _result_text(content: Any) -> str:
-    if isinstance(content, list):
-        return "\n".join(b["text"] for b in content
-                         if isinstance(b, dict) and isinstance(b.get("text"), str))
-    return content if isinstance(content, str) else ""
-
-
-def _assistant(blocks: list[Any], i: int) -> dict[str, Any]:
-    texts: list[str] = []
-    calls: list[dict[str, Any]] = []
-    for block in blocks:
-        kind = block.get("type") if isinstance(block, dict) else None
-        if kind == "text":
-            texts.append(str(block.get("text", "")))
-        elif kind == "tool_use":
-            calls.append({"id": block.get("id", ""), "type": "function", "function": {
-                "name": block.get("name", ""),
-                "arguments": orjson.dumps(block.get("input", {})).decode()}})
-    message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or None}
-    if calls:
-        message["tool_calls"] = calls
-    return message
 
 
 def _tool(tool: Any, i: int) -> dict[str, Any]:
@@ -219,5 +225,5 @@ def from_chat(completion: dict[str, Any]) -> dict[str, Any]:
         "id": message_id(), "type": "message", "role": "assistant",
         "model": completion.get("model", ""), "content": content,
         "stop_reason": STOP_REASONS.get(choice.get("finish_reason") or "stop", "end_turn"),
-        "stop_sequence": None, "usage": usage(completion.get("usage")),
+        "stop_sequence": None, "usage": usage_object(chat_usage(completion.get("usage"))),
     }

@@ -1,6 +1,6 @@
 """The routing playground: a browser page on the admin listener and the endpoints it calls.
 
-The page (`/ui/`, plain files from `server/ui/`) carries no data and is the
+The page (`/ui/`, plain files from `admin/ui/`) carries no data and is the
 only thing served without the admin key; the page asks for the key and sends
 it as `X-API-KEY` on every call, so it never appears in a URL or a log line.
 
@@ -25,6 +25,8 @@ import orjson
 import yaml
 from aiohttp import web
 
+from semproxy.admin.examples import MAX_EXAMPLE_CHARS, replace_file
+from semproxy.admin.reload import ConfigWatcher
 from semproxy.config.edit import ConfigEditError, set_thresholds
 from semproxy.config.loader import load_text
 from semproxy.config.masking import mask_secrets, mask_text
@@ -45,10 +47,8 @@ from semproxy.quality.evaluate import Evaluation, evaluate
 from semproxy.quality.labelled import LabelledDataError, LabelledPrompt, check_labels, parse_lines
 from semproxy.quality.metrics import Confusion
 from semproxy.quality.tuning import Proposal, propose, score_all, thresholds_to_write
-from semproxy.semantic.router import router_for
+from semproxy.runtime.compile import router_for
 from semproxy.server.app import Gateway, json_response
-from semproxy.server.examples import MAX_EXAMPLE_CHARS, replace_file
-from semproxy.server.reload import ConfigWatcher
 
 MAX_LINES = 5000
 MAX_BYTES = 8 << 20
@@ -94,7 +94,7 @@ class Playground:
 
     async def page(self, request: web.Request) -> web.Response:
         name, kind = UI_FILES[request.match_info["name"]]
-        body = (resources.files("semproxy.server") / "ui" / name).read_bytes()
+        body = (resources.files("semproxy.admin") / "ui" / name).read_bytes()
         return web.Response(body=body, content_type=kind, charset="utf-8", headers=UI_HEADERS)
 
     async def eval(self, request: web.Request) -> web.Response:

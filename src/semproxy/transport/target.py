@@ -1,46 +1,32 @@
-"""Where and how to call an instance (`Target`, `NetPolicy`) and the one seam that does it.
-
-`HttpClients.post` is the only place in the gateway that opens upstream
-connections and sends requests; everything else sees the `Reply` it returns.
-Underneath is aiohttp's client: one session per pool shape (connection cap,
-keep-alive), a connection pool per origin with a waiting queue beyond the
-cap, proxies, TLS and HTTP parsing all from the library. The gateway adds its
-policies on top: the pool guard (`pool.py`), decoding and size caps
-(`reply.py`), a deadline per attempt, and no automatic re-sending of a POST.
+"""Where and how to call an upstream (`Target`, `NetPolicy`), resolved once when config loads.
 
 A target is prepared once (`Target.call`): URL parsed, headers checked and
-merged, proxy resolved from the environment, TLS context built, so a request
-only adds its id and body.
+merged, proxy resolved from the setting or the environment, TLS context built,
+so a request only adds its id and body. Health probes are targets too: the
+same proxy and TLS files apply to them as to the instance they probe.
 """
 
 from __future__ import annotations
 
-import asyncio
 import ssl
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from urllib.parse import urlsplit
 
 import aiohttp
-from aiohttp import ClientSession, ClientTimeout
-from multidict import CIMultiDict, CIMultiDictProxy, istr
+from aiohttp import ClientTimeout
+from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
-from semproxy.errors import (
-    UpstreamConnectError,
-    UpstreamConnectTimeoutError,
-    UpstreamError,
-)
-from semproxy.providers.pool import GuardedConnector, check_aiohttp
-from semproxy.providers.reply import Reply, upstream_error
+from semproxy.errors import UpstreamError
 
 MIB = 1024 * 1024
 _BAD_HEADER_CHARS = ("\r", "\n", "\0")
-_REQUEST_ID = istr("X-Request-Id")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TlsFiles:
     """PEM files for an instance's TLS: a CA bundle to trust, a client certificate and key."""
 
@@ -49,7 +35,18 @@ class TlsFiles:
     key_file: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PoolShape:
+    """What sets one connection pool apart from another: the upstream calls of every
+    target with the same shape share one aiohttp session (and its pool per origin)."""
+
+    max_connections: int  # per origin; more requests wait in a queue
+    keepalive: bool
+    keepalive_timeout_s: float
+    keepalive_pool: int  # idle connections kept per origin (APISIX `keepalive_pool`)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NetPolicy:
     """Connection settings of a route or instance (APISIX names, converted to seconds)."""
 
@@ -57,12 +54,29 @@ class NetPolicy:
     ssl_verify: bool = True
     keepalive: bool = True
     keepalive_timeout_s: float = 60.0
+    keepalive_pool: int = 30
     attempt_timeout_s: float | None = None  # a whole non-streamed attempt; None: timeout_s
     max_body: int = 32 * MIB  # a non-streamed body, after decompression
     max_event: int = 8 * MIB  # one SSE event
-    max_connections: int = 4096  # per origin; more requests wait in a queue
+    max_connections: int = 4096
     proxy: str | None = None  # None: from HTTPS_PROXY/HTTP_PROXY/NO_PROXY; "": no proxy
     tls: TlsFiles | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("timeout_s", "keepalive_timeout_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive")
+        if self.attempt_timeout_s is not None and not self.attempt_timeout_s > 0:
+            raise ValueError("attempt_timeout_s must be positive")
+        for name in ("keepalive_pool", "max_body", "max_event", "max_connections"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
+
+    @property
+    def pool(self) -> PoolShape:
+        return PoolShape(max_connections=self.max_connections, keepalive=self.keepalive,
+                         keepalive_timeout_s=self.keepalive_timeout_s,
+                         keepalive_pool=self.keepalive_pool)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,12 +90,12 @@ class Call:
     ssl: ssl.SSLContext | bool
     timeout: ClientTimeout  # each wait: connect, each read
     attempt_s: float  # headers, and a body read whole, within this of sending
-    pool: str  # which session (pool shape) serves it
+    pool: PoolShape  # which session serves it
 
 
 @dataclass(frozen=True)
 class Target:
-    """Where and how to call one instance: resolved once when config loads."""
+    """Where and how to call one instance (or probe it): resolved once when config loads."""
 
     url: str
     headers: Mapping[str, str]
@@ -94,6 +108,14 @@ class Target:
         """The prepared request; raises `UpstreamError` (on every use) for a target that
         cannot be called: bad URL, headers that are not valid HTTP, unreadable TLS files."""
         return prepare(self.url, self.headers, self.net, self.label or "upstream")
+
+
+def safe_label(url: str) -> str:
+    """scheme://host:port/path of `url`: what logs and error messages may show."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
 def prepare(url: str, headers: Mapping[str, str], net: NetPolicy, label: str) -> Call:
@@ -122,7 +144,7 @@ def prepare(url: str, headers: Mapping[str, str], net: NetPolicy, label: str) ->
         ssl=_ssl(net, label),
         timeout=ClientTimeout(sock_connect=net.timeout_s, sock_read=net.timeout_s),
         attempt_s=net.attempt_timeout_s or net.timeout_s,
-        pool=f"{net.max_connections}/{net.keepalive_timeout_s}/{net.keepalive}",
+        pool=net.pool,
     )
 
 
@@ -169,71 +191,3 @@ def _ssl(net: NetPolicy, label: str) -> ssl.SSLContext | bool:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     return context
-
-
-class HttpClients:
-    """The upstream client of one worker: aiohttp sessions, created in the running loop."""
-
-    def __init__(self) -> None:
-        check_aiohttp()  # fail at start, not on the first hostile upstream
-        self._sessions: dict[str, ClientSession] = {}
-
-    def _open(self, call: Call, net: NetPolicy) -> ClientSession:
-        connector = GuardedConnector(
-            limit=0, limit_per_host=net.max_connections, force_close=not net.keepalive,
-            keepalive_timeout=net.keepalive_timeout_s if net.keepalive else None)
-        session = ClientSession(
-            connector=connector, auto_decompress=False, trust_env=False,
-            cookie_jar=aiohttp.DummyCookieJar(), skip_auto_headers=("User-Agent",),
-            timeout=ClientTimeout(total=None))
-        self._sessions[call.pool] = session
-        return session
-
-    async def post(self, target: Target, data: bytes, request_id: str = "") -> Reply:
-        """POST and return the reply once its headers arrived; the caller releases it.
-
-        The headers must arrive within the attempt deadline (`attempt_timeout`),
-        and so must the whole body when it is read with `Reply.read`; a stream
-        read with `iter_chunks` is bounded per read instead. Never sent twice:
-        aiohttp re-sends only idempotent methods, and the failover loop decides
-        whether another instance gets the request.
-        Failures are the gateway's errors: `UpstreamConnectError` (nothing was
-        sent), `UpstreamTimeoutError` or `UpstreamError` (502, e.g. a status
-        outside 100-599 or an unsupported encoding).
-        """
-        call = target.call
-        session = self._sessions.get(call.pool) or self._open(call, target.net)
-        headers: CIMultiDictProxy[str] | CIMultiDict[str] = call.headers
-        if request_id:  # a copy in C; a dict would be converted on every request
-            headers = call.headers.copy()
-            headers[_REQUEST_ID] = request_id
-        label = target.label or "upstream"
-        deadline = asyncio.get_running_loop().time() + call.attempt_s
-        try:
-            async with asyncio.timeout_at(deadline):
-                resp = await session.post(
-                    call.url, data=data, headers=headers, proxy=call.proxy,
-                    proxy_headers=call.proxy_headers, ssl=call.ssl, allow_redirects=False,
-                    timeout=call.timeout)
-        except aiohttp.ConnectionTimeoutError as exc:
-            raise UpstreamConnectTimeoutError(f"upstream {label} timed out") from exc
-        except aiohttp.ClientConnectorError as exc:  # refused, DNS, TLS handshake, proxy
-            raise UpstreamConnectError(
-                f"upstream {label} unreachable: {type(exc).__name__}") from exc
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise upstream_error(exc, label) from exc
-        if not 100 <= resp.status <= 599:
-            resp.close()
-            raise UpstreamError(f"upstream {label} answered an invalid status {resp.status}",
-                                f"the upstream answered an invalid status {resp.status}")
-        try:
-            return Reply(resp, label, target.net.max_body, deadline)
-        except UpstreamError:
-            resp.close()
-            raise
-
-    async def aclose(self) -> None:
-        sessions, self._sessions = list(self._sessions.values()), {}
-        for session in sessions:
-            await session.close()
-

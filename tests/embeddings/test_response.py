@@ -8,8 +8,8 @@ import numpy as np
 import orjson
 import pytest
 
+from semproxy.embeddings.response import parse_embeddings_response
 from semproxy.errors import EmbeddingError
-from semproxy.providers.embeddings_response import parse_embeddings_response
 
 
 def response(*items: Any) -> bytes:

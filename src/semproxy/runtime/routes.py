@@ -1,30 +1,26 @@
 """The route table of one config version: matching, and candidate order per request.
 
-Everything here is built once per config version and shared by all requests
-that started on it; a reload builds a new table and swaps it in whole.
+Everything here is built once per config version (`runtime/compile.py`) and
+shared by all requests that started on it; a reload builds a new table and
+swaps it in whole.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from aiohttp import web
-
 from semproxy.balancer import Picker
-from semproxy.balancer.priority import build_picker
-from semproxy.config.runtime import GatewayConfig, InstanceSpec, RouteSpec
+from semproxy.config.spec import GatewayConfig, InstanceSpec, RouteSpec
 from semproxy.embeddings.factory import EmbedderPool
 from semproxy.errors import MethodNotAllowedError, NotFoundError
 from semproxy.health.active import ActiveChecker
 from semproxy.health.state import HealthState
-from semproxy.observability.observer import RequestObserver
-from semproxy.providers.base import NativeRelay
+from semproxy.runtime.legs import LegTable
 from semproxy.semantic.decision import Decision
-from semproxy.semantic.router import SemanticRouter, open_router
-from semproxy.server.hashkey import hash_key
+from semproxy.semantic.router import SemanticRouter
 
 log = logging.getLogger("semproxy.routing")
 
@@ -60,84 +56,38 @@ class RouteState:
     spec: RouteSpec
     picker: Picker
     health: HealthState
+    legs: Mapping[str, LegTable]  # client protocol name -> how each instance serves it
     semantic: SemanticRouter | None = None
     shadow: SemanticRouter | None = None  # balancer.shadow: decides, never serves
     by_name: dict[str, InstanceSpec] = field(default_factory=dict)
-    checker: ActiveChecker | None = None  # started and stopped by the Gateway
+    checker: ActiveChecker | None = None  # started and stopped with its table
 
     @cached_property
     def names(self) -> tuple[str, ...]:
         """Instance names in config order (read twice per request: built once)."""
         return tuple(i.name for i in self.spec.instances)
 
-    @cached_property
-    def without_embeddings(self) -> frozenset[str]:
-        """Instances that cannot answer an embeddings request (skipped for one)."""
-        return frozenset(i.name for i in self.spec.instances if i.embeddings_target is None)
-
-    @cached_property
-    def native(self) -> dict[str, frozenset[str]]:
-        """Client protocol name -> instances that speak it natively."""
-        found: dict[str, set[str]] = {}
-        for i in self.spec.instances:
-            if isinstance(i.provider, NativeRelay):
-                found.setdefault(i.provider.native_protocol, set()).add(i.name)
-        return {k: frozenset(v) for k, v in found.items()}
-
-    def candidates(self, request: web.Request, decision: Decision | None,
-                   consumer: str | None = None) -> Candidates:
-        spec = self.spec
-        key = hash_key(request, spec.hash_on, spec.key, consumer) if spec.algorithm == "chash" \
-            else None
+    def candidates(self, decision: Decision | None, key: str | None) -> Candidates:
+        """The candidate order of one request: `decision` on a semantic route, `key` (the
+        hash key) on a chash route."""
         preferred: Sequence[str] = ()
-        if decision is not None and spec.semantic is not None:
-            # The matches best first, then the catchall (already the pick on a fallback).
-            preferred = (*decision.cleared, spec.semantic.catchall) if decision.matched \
+        semantic = self.spec.semantic
+        if decision is not None and semantic is not None:
+            # The matches best first, then the catchall (already the pick when none matched).
+            preferred = (*decision.cleared, semantic.catchall) if decision.matched \
                 else (decision.pick,)
         return Candidates(preferred, self.picker, self.names, key)
-
-
-def build_route(spec: RouteSpec, pool: EmbedderPool,
-                observer: RequestObserver | None = None) -> RouteState:
-    """Build one route's state. Health is per route and per config version.
-
-    Passive settings are per instance, as they are written: each instance uses
-    its own `checks.passive`, or the defaults when it has none. An instance with
-    `checks.active` is probed by the route's one `ActiveChecker`.
-    """
-    algorithm = "roundrobin" if spec.algorithm == "semantic" else spec.algorithm
-    picker = build_picker(algorithm, [(i.name, i.weight, i.priority) for i in spec.instances])
-    passive = {i.name: i.checks.passive for i in spec.instances if i.checks and i.checks.passive}
-    listener = None
-    if observer is not None:
-        def listener(name: str, healthy: bool) -> None:
-            observer.on_health(spec.id, name, healthy)
-    health = HealthState([i.name for i in spec.instances], passive, listener=listener)
-    state = RouteState(spec, picker, health, by_name={i.name: i for i in spec.instances})
-    if spec.semantic is not None:
-        embeddings = spec.semantic.embeddings
-        state.semantic = open_router(spec, pool.get(embeddings), pool.strong(embeddings))
-    if spec.shadow is not None:
-        table = spec.shadow.table
-        assert table.semantic is not None
-        embeddings = table.semantic.embeddings
-        state.shadow = open_router(table, pool.get(embeddings), pool.strong(embeddings))
-    active = {i.name: (i.target.url, i.checks.active) for i in spec.instances
-              if i.checks and i.checks.active}
-    if active:
-        state.checker = ActiveChecker(health, active)
-    return state
 
 
 class RouteTable:
     """Routes of one config version, matched exact-first, then longest prefix."""
 
     def __init__(self, config: GatewayConfig, pool: EmbedderPool,
-                 observer: RequestObserver | None = None) -> None:
+                 routes: Sequence[RouteState]) -> None:
         self.config = config
         self.version = config.version
         self.pool = pool
-        self.routes = [build_route(r, pool, observer) for r in config.routes]
+        self.routes = list(routes)
         self._exact = {r.spec.uri: r for r in self.routes if not r.spec.is_prefix}
         self._prefixes = sorted((r for r in self.routes if r.spec.is_prefix),
                                 key=lambda r: -len(r.spec.uri))

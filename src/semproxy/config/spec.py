@@ -1,4 +1,4 @@
-"""Frozen runtime config: built once from a validated schema tree, then only read.
+"""Frozen config specs: built once from a validated schema tree, then only read.
 
 `build` runs every cross-field check (each error names its field path), resolves
 providers through the registry and precomputes each instance's target, so the
@@ -19,20 +19,21 @@ from semproxy.config import schema as s
 from semproxy.embeddings.factory import EmbeddingSpec
 from semproxy.embeddings.registry import DEFAULT_LOCAL_MODEL, LOCAL_MODELS
 from semproxy.errors import ConfigError, UpstreamError
-from semproxy.providers.base import ChatProvider, EmbeddingsProvider, EmbeddingsRelay
-from semproxy.providers.http import NetPolicy, Target, TlsFiles
+from semproxy.providers.base import Provider
 from semproxy.providers.registry import LOCAL_EMBEDDINGS, PROVIDERS, embedding_provider_names
+from semproxy.transport.target import NetPolicy, Target, TlsFiles
 
 log = logging.getLogger("semproxy.config")
 
 TRANSIENT_5XX = frozenset(range(500, 600))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class InstanceSpec:
     name: str
-    provider: ChatProvider
-    target: Target
+    provider: Provider
+    # Protocol name -> where the instance speaks it natively; the first is its own.
+    targets: Mapping[str, Target]
     options: Mapping[str, Any]
     weight: int
     priority: int
@@ -41,8 +42,16 @@ class InstanceSpec:
     threshold: float | None = None
     catchall: bool = False
     checks: s.Checks | None = None
-    # Where the instance answers clients' embeddings requests; None: it cannot.
-    embeddings_target: Target | None = None
+
+    @property
+    def target(self) -> Target:
+        """Where the instance speaks its provider's own protocol."""
+        return next(iter(self.targets.values()))
+
+    @property
+    def embeddings_target(self) -> Target | None:
+        """Where the instance answers clients' embeddings requests; None: it cannot."""
+        return self.targets.get("embeddings")
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +232,8 @@ def _route(route: s.Route, path: str, errs: _Errors) -> RouteSpec | None:
         ppath = f"{path}.plugins.ai-proxy-multi"
     assert multi is not None
     net = NetPolicy(
-        multi.timeout / 1000, multi.ssl_verify, multi.keepalive, multi.keepalive_timeout / 1000,
+        timeout_s=multi.timeout / 1000, ssl_verify=multi.ssl_verify, keepalive=multi.keepalive,
+        keepalive_timeout_s=multi.keepalive_timeout / 1000, keepalive_pool=multi.keepalive_pool,
         attempt_timeout_s=multi.attempt_timeout / 1000 if multi.attempt_timeout else None,
         max_body=multi.max_resp_body_size, max_event=multi.max_sse_event_size,
         max_connections=multi.max_connections_per_origin, proxy=multi.proxy)
@@ -279,19 +289,14 @@ def _instances(
         model = inst.options.get("model")
         model = model if isinstance(model, str) else None
         own = _own_net(net, inst.proxy, inst.tls)
-        target = provider.target(inst.override.endpoint, inst.auth, model, own)
-        _check_target(target, ipath, errs)
-        embeddings_target = None
-        if isinstance(provider, EmbeddingsRelay) and provider.relays_embeddings():
-            embeddings_target = provider.embeddings_target(inst.override.endpoint, inst.auth,
-                                                           model, own)
+        targets = provider.targets(inst.override.endpoint, inst.auth, model, own)
+        _check_target(next(iter(targets.values())), ipath, errs)
         out.append(InstanceSpec(
-            name=inst.name, provider=provider, target=target,
+            name=inst.name, provider=provider, targets=MappingProxyType(targets),
             options=MappingProxyType(dict(inst.options)), weight=inst.weight,
             priority=inst.priority, examples=tuple(inst.examples or ()),
             negative_examples=tuple(inst.negative_examples or ()),
             threshold=inst.threshold, catchall=inst.catchall, checks=inst.checks,
-            embeddings_target=embeddings_target,
         ))
     return tuple(out)
 
@@ -300,7 +305,8 @@ def _own_net(net: NetPolicy, proxy: str | None, tls: s.Tls | None) -> NetPolicy:
     """An instance's connection settings: the route's, with its own proxy and TLS files."""
     if proxy is None and tls is None:
         return net
-    files = TlsFiles(tls.ca_file, tls.cert_file, tls.key_file) if tls else None
+    files = TlsFiles(ca_file=tls.ca_file, cert_file=tls.cert_file,
+                     key_file=tls.key_file) if tls else None
     return replace(net, proxy=net.proxy if proxy is None else proxy, tls=files)
 
 
@@ -409,12 +415,13 @@ def _embeddings(e: s.Embeddings, epath: str, errs: _Errors) -> EmbeddingSpec | N
     if cls.needs_endpoint() and not e.override.endpoint:
         errs.add(f"{epath}.override.endpoint", f"required for provider {e.provider}")
         return None
-    client = cls(instance="embeddings")
-    assert isinstance(client, EmbeddingsProvider)
-    net = _own_net(NetPolicy(e.timeout / 1000, e.ssl_verify, True, 60.0), e.proxy, e.tls)
-    target = client.embeddings_target(e.override.endpoint, e.auth, e.model, net)
+    net = _own_net(NetPolicy(timeout_s=e.timeout / 1000, ssl_verify=e.ssl_verify), e.proxy,
+                   e.tls)
+    target = cls(instance="embeddings").embeddings_target(e.override.endpoint, e.auth, e.model,
+                                                          net)
+    assert target is not None  # has_embeddings() above
     _check_target(target, epath, errs)
-    return _embedding_spec(e, client, target)
+    return _embedding_spec(e, target)
 
 
 def _local_embeddings(e: s.Embeddings, epath: str, errs: _Errors) -> EmbeddingSpec | None:
@@ -429,15 +436,13 @@ def _local_embeddings(e: s.Embeddings, epath: str, errs: _Errors) -> EmbeddingSp
     if why is not None:
         errs.add(f"{epath}.model", f"{name}: {why}")
         return None
-    return _embedding_spec(e, None, None, name)
+    return _embedding_spec(e, None, name)
 
 
-def _embedding_spec(
-    e: s.Embeddings, client: EmbeddingsProvider | None, target: Target | None,
-    model: str | None = None,
-) -> EmbeddingSpec:
+def _embedding_spec(e: s.Embeddings, target: Target | None, model: str | None = None
+                    ) -> EmbeddingSpec:
     return EmbeddingSpec(
-        provider=e.provider, model=model or e.model, client=client, target=target,
+        provider=e.provider, model=model or e.model, target=target,
         cache_size=e.cache_size, breaker_failures=e.breaker_failures,
         breaker_cooldown_s=e.breaker_cooldown,
     )

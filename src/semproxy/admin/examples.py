@@ -17,7 +17,7 @@ from typing import Any
 
 from semproxy.config.edit import ConfigEditError, add_examples
 from semproxy.config.loader import load_text
-from semproxy.config.runtime import GatewayConfig
+from semproxy.config.spec import GatewayConfig
 from semproxy.errors import BadRequestError
 
 MAX_EXAMPLE_CHARS = 2000  # a prompt longer than this cannot be added as an example whole

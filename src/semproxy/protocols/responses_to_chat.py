@@ -1,5 +1,7 @@
-"""OpenAI Responses (`POST /v1/responses`), stateless, served over Chat Completions.
+"""OpenAI Responses (`POST /v1/responses`) clients, stateless, served over Chat Completions.
 
+`OpenAIResponses` is the client protocol (parse, errors); `ResponsesToChat`
+the converter: requests to Chat, answers (whole, streamed, errors) back.
 Request: `instructions` becomes the system message; `input` is a string (one
 user message) or a list of items: messages with string or typed content,
 `function_call` items (the assistant's tool calls) and `function_call_output`
@@ -16,16 +18,20 @@ from typing import Any
 
 import orjson
 
-from semproxy.errors import BadRequestError, error_body
+from semproxy.errors import BadRequestError, UpstreamError, error_body
 from semproxy.protocols.body import parse_object
+from semproxy.protocols.chat import CHAT
 from semproxy.protocols.contract import Parsed
+from semproxy.protocols.envelope import read_error
 from semproxy.protocols.responses_stream import (
     ResponsesStream,
     call_item,
     message_item,
     response_object,
 )
+from semproxy.protocols.usage import chat_usage
 from semproxy.semantic.query import RoutingInput, prompt_input
+from semproxy.types import JSONObject, Usage, content_text
 
 SAME_FIELDS = ("model", "temperature", "top_p", "stream", "parallel_tool_calls", "user")
 ROLES = ("user", "assistant", "system", "developer")
@@ -39,8 +45,11 @@ def new_id(kind: str) -> str:
     return f"{kind}_{_prefix}{next(_ids):012x}"
 
 
+RESPONSES = "responses"
+
+
 class OpenAIResponses:
-    name = "responses"
+    name = RESPONSES
 
     def parse(self, body: bytes) -> Parsed:
         request = parse_object(body)
@@ -50,14 +59,31 @@ class OpenAIResponses:
         items = _items(request.get("input"))
         return Parsed(to_chat(request, items), routing_query(items))
 
-    def reply(self, body: bytes) -> bytes:
-        return orjson.dumps(from_chat(orjson.loads(body)))
-
-    def stream(self, model: str | None) -> ResponsesStream:
-        return ResponsesStream(new_id("resp"), new_id("msg"), model or "")
-
     def error(self, status: int, message: str, type_: str, code: str | None) -> bytes:
         return error_body(message, type_, code)  # Responses errors are OpenAI's envelope
+
+
+class ResponsesToChat:
+    """Responses requests to a Chat upstream, and its answers back as Responses."""
+
+    source, target = RESPONSES, CHAT
+
+    def request(self, body: JSONObject) -> JSONObject:
+        return to_chat(body, _items(body.get("input")))
+
+    def answer(self, body: bytes) -> tuple[bytes, Usage | None]:
+        try:
+            completion = orjson.loads(body)
+            return orjson.dumps(from_chat(completion)), chat_usage(completion.get("usage"))
+        except (orjson.JSONDecodeError, TypeError, AttributeError) as exc:
+            raise UpstreamError("upstream answered with a body that is not a chat "
+                                "completion") from exc
+
+    def error(self, status: int, body: bytes) -> bytes:
+        return error_body(*read_error(body, status))
+
+    def events(self, model: str | None) -> ResponsesStream:
+        return ResponsesStream(new_id("resp"), new_id("msg"), model or "")
 
 
 def _items(given: Any) -> list[Any]:
@@ -77,12 +103,7 @@ def routing_query(items: list[Any]) -> RoutingInput:
 
 
 def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    return " ".join(p["text"] for p in content if isinstance(p, dict)
-                    and p.get("type") in TEXT_PARTS and isinstance(p.get("text"), str))
+    return content_text(content, kinds=TEXT_PARTS)
 
 
 def to_chat(request: dict[str, Any], items: list[Any]) -> dict[str, Any]:

@@ -23,16 +23,16 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from semproxy.config.runtime import GatewayConfig
+from semproxy.admin.api import AdminAPI, check_admin_settings
+from semproxy.admin.playground import Playground
+from semproxy.admin.reload import ConfigWatcher
 from semproxy.config.source import ConfigSource, FileSource, SourceError
+from semproxy.config.spec import GatewayConfig
 from semproxy.observability.decisions import DecisionLog
 from semproxy.observability.fanout import FanoutObserver
 from semproxy.observability.metrics import Metrics, use_multiprocess_dir
-from semproxy.server.admin import AdminAPI, check_admin_settings
 from semproxy.server.app import Gateway, build_app, stamp_headers
 from semproxy.server.listener import CappedTCPSite, default_max_connections, raise_open_file_limit
-from semproxy.server.playground import Playground
-from semproxy.server.reload import ConfigWatcher
 
 log = logging.getLogger("semproxy.server")
 

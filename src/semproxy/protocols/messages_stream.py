@@ -13,15 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 from semproxy.protocols.events import ChunkTranslator, named_event
+from semproxy.protocols.messages import STOP_REASONS
+from semproxy.types import Usage
 
-STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use",
-                "function_call": "tool_use", "content_filter": "refusal"}
 
-
-def usage(node: Any) -> dict[str, int]:
-    node = node if isinstance(node, dict) else {}
-    return {"input_tokens": int(node.get("prompt_tokens") or 0),
-            "output_tokens": int(node.get("completion_tokens") or 0)}
+def usage_object(usage: Usage | None) -> dict[str, int]:
+    """`usage` in Anthropic's words (zeros when nothing was reported)."""
+    return {"input_tokens": usage.input if usage else 0,
+            "output_tokens": usage.output if usage else 0}
 
 
 class MessagesStream(ChunkTranslator):
@@ -54,7 +53,7 @@ class MessagesStream(ChunkTranslator):
         if not self.model and isinstance(chunk.get("model"), str):
             self.model = chunk["model"]
         if chunk.get("usage"):
-            self._usage = usage(chunk["usage"])
+            self._usage = usage_object(self.usage)
         for choice in (chunk.get("choices") or ())[:1]:
             delta = choice.get("delta") or {}
             if delta.get("content"):

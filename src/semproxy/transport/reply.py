@@ -25,7 +25,7 @@ from semproxy.errors import UpstreamError, UpstreamTimeoutError
 DECODED_CHUNK = 64 * 1024  # largest piece inflated at once
 
 
-def upstream_error(exc: BaseException, label: str) -> UpstreamError:
+def upstream_failure(exc: BaseException, label: str) -> UpstreamError:
     """An aiohttp or asyncio failure in the gateway's words (never with its details)."""
     if isinstance(exc, UpstreamError):
         return exc
@@ -48,8 +48,8 @@ def make_decoder(encoding: str, label: str) -> Any:
     raise UpstreamError(f"upstream {label} answered in an unsupported content encoding")
 
 
-class Reply:
-    """An upstream answer whose body may still be arriving.
+class AiohttpReply:
+    """An upstream answer from aiohttp's client (`transport.base.Reply`).
 
     `release` gives the connection back when the body was read whole (else it
     closes it); `abort` closes it at once. Both drop every reference the reply
@@ -89,7 +89,7 @@ class Reply:
             raise UpstreamError(f"upstream {self._label} sent a broken body") from exc
         except (aiohttp.ClientError, TimeoutError, UpstreamError) as exc:
             self.abort()
-            raise upstream_error(exc, self._label) from exc
+            raise upstream_failure(exc, self._label) from exc
         self.release()
         return body
 
@@ -108,7 +108,7 @@ class Reply:
                 yield chunk
         except (aiohttp.ClientError, TimeoutError, UpstreamError) as exc:
             self.abort()
-            raise upstream_error(exc, self._label) from exc
+            raise upstream_failure(exc, self._label) from exc
 
     async def _decoded(self, cap: int | None) -> AsyncIterator[bytes]:
         resp = self._resp

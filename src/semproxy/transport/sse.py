@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 from semproxy.errors import UpstreamError, UpstreamTimeoutError
-from semproxy.providers.base import Reply
+from semproxy.transport.base import Reply
 
 _ENDS = (b"\n\n", b"\r\n\r\n", b"\r\r")
 

@@ -1,4 +1,4 @@
-"""The upstream client (aiohttp behind `HttpClients`) against real sockets: reuse, framing,
+"""The upstream client (aiohttp behind `AiohttpTransport`) against real sockets: reuse, framing,
 encodings, failures."""
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import pytest
 from tests.fakes.raw import RawServer, answer
 
 from semproxy.errors import UpstreamConnectError, UpstreamError, UpstreamTimeoutError
-from semproxy.providers.http import HttpClients, NetPolicy, Target
+from semproxy.transport.http import AiohttpTransport
+from semproxy.transport.target import NetPolicy, Target
 
 
 def target(url: str, timeout_s: float = 5.0, verify: bool = True, **headers: str) -> Target:
@@ -24,8 +25,8 @@ def target(url: str, timeout_s: float = 5.0, verify: bool = True, **headers: str
 
 
 @pytest.fixture
-async def clients() -> AsyncIterator[HttpClients]:
-    http = HttpClients()
+async def clients() -> AsyncIterator[AiohttpTransport]:
+    http = AiohttpTransport()
     yield http
     await http.aclose()
 
@@ -35,7 +36,7 @@ async def ok_json(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n:
 
 
 async def test_sequential_requests_share_one_connection_and_send_one_head(
-    clients: HttpClients
+    clients: AiohttpTransport
 ) -> None:
     async with RawServer(ok_json) as up:
         port = up.url.split(":")[2].split("/")[0]
@@ -52,7 +53,7 @@ async def test_sequential_requests_share_one_connection_and_send_one_head(
 
 
 async def test_an_idle_connection_the_upstream_closed_is_replaced_without_an_error(
-    clients: HttpClients
+    clients: AiohttpTransport
 ) -> None:
     async def answer_then_hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                                   n: int) -> None:
@@ -68,7 +69,7 @@ async def test_an_idle_connection_the_upstream_closed_is_replaced_without_an_err
     assert up.connections == 3
 
 
-async def test_connection_close_answers_are_not_reused(clients: HttpClients) -> None:
+async def test_connection_close_answers_are_not_reused(clients: AiohttpTransport) -> None:
     async def close_each(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                          n: int) -> None:
         writer.write(answer(b"{}", "Connection: close"))
@@ -80,7 +81,7 @@ async def test_connection_close_answers_are_not_reused(clients: HttpClients) -> 
 
 
 async def test_chunked_bodies_are_read_whole_and_streamed_as_they_arrive(
-    clients: HttpClients
+    clients: AiohttpTransport
 ) -> None:
     async def sse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
@@ -105,7 +106,7 @@ async def test_chunked_bodies_are_read_whole_and_streamed_as_they_arrive(
     assert up.connections == 1
 
 
-async def test_a_body_ended_by_closing_the_connection(clients: HttpClients) -> None:
+async def test_a_body_ended_by_closing_the_connection(clients: AiohttpTransport) -> None:
     async def http10(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
         writer.write(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{\"old\": true}")
         await writer.drain()
@@ -115,7 +116,7 @@ async def test_a_body_ended_by_closing_the_connection(clients: HttpClients) -> N
         assert await (await clients.post(target(up.url), b"{}")).read() == b'{"old": true}'
 
 
-async def test_gzip_is_decoded_and_unknown_encodings_are_refused(clients: HttpClients) -> None:
+async def test_gzip_is_decoded_and_unknown_encodings_are_refused(clients: AiohttpTransport) -> None:
     async def encoded(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                       n: int) -> None:
         if n == 1:
@@ -130,7 +131,7 @@ async def test_gzip_is_decoded_and_unknown_encodings_are_refused(clients: HttpCl
             await clients.post(target(up.url), b"{}")
 
 
-async def test_garbage_instead_of_http_is_an_upstream_error(clients: HttpClients) -> None:
+async def test_garbage_instead_of_http_is_an_upstream_error(clients: AiohttpTransport) -> None:
     async def garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                       n: int) -> None:
         writer.write(b"SSH-2.0-OpenSSH_9.2\r\n\r\n")
@@ -141,14 +142,14 @@ async def test_garbage_instead_of_http_is_an_upstream_error(clients: HttpClients
     assert caught.value.status == 502
 
 
-async def test_refused_connection_is_a_connect_error(clients: HttpClients) -> None:
+async def test_refused_connection_is_a_connect_error(clients: AiohttpTransport) -> None:
     async with RawServer(ok_json) as up:
         url = up.url
     with pytest.raises(UpstreamConnectError, match="unreachable"):
         await clients.post(target(url), b"{}")
 
 
-async def test_silence_before_headers_and_mid_body_are_timeouts(clients: HttpClients) -> None:
+async def test_silence_before_headers_and_mid_body_are_timeouts(clients: AiohttpTransport) -> None:
     async def stall(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
         if n == 2:
             writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n12345")
@@ -163,7 +164,7 @@ async def test_silence_before_headers_and_mid_body_are_timeouts(clients: HttpCli
             await reply.read()
 
 
-async def test_a_header_value_with_a_line_break_is_never_sent(clients: HttpClients) -> None:
+async def test_a_header_value_with_a_line_break_is_never_sent(clients: AiohttpTransport) -> None:
     async with RawServer(ok_json) as up:
         for headers in ({"X-Key": "a\r\nX-Injected: 1"}, {"X Key": "a"}, {"X-Key:": "a"}):
             with pytest.raises(UpstreamError, match="not valid HTTP"):
@@ -184,7 +185,7 @@ def tls_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 async def test_https_checks_the_certificate_unless_told_not_to(
-    clients: HttpClients, tls_files: tuple[Path, Path]
+    clients: AiohttpTransport, tls_files: tuple[Path, Path]
 ) -> None:
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(*tls_files)

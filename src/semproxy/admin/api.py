@@ -18,6 +18,9 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from semproxy.admin.examples import examples_request, write_in_place
+from semproxy.admin.playground import is_public
+from semproxy.admin.reload import ConfigWatcher
 from semproxy.config.loader import load_data
 from semproxy.config.masking import (
     MASK,
@@ -26,9 +29,9 @@ from semproxy.config.masking import (
     restore_masked,
     with_references,
 )
-from semproxy.config.runtime import GatewayConfig, admin_refusal, is_loopback
 from semproxy.config.secrets import variables_outside_credentials
 from semproxy.config.source import FileSource, SourceError
+from semproxy.config.spec import GatewayConfig, admin_refusal, is_loopback
 from semproxy.errors import (
     BadRequestError,
     ConfigError,
@@ -42,9 +45,6 @@ from semproxy.protocols.body import parse_object
 from semproxy.semantic.explain import explain_with
 from semproxy.semantic.query import prompt_input, routing_input
 from semproxy.server.app import Gateway, error_middleware, json_response
-from semproxy.server.examples import examples_request, write_in_place
-from semproxy.server.playground import is_public
-from semproxy.server.reload import ConfigWatcher
 
 log = logging.getLogger("semproxy.admin")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
