@@ -52,7 +52,7 @@ from semproxy.runtime.routes import RouteState, RouteTable
 from semproxy.semantic.decision import Decision
 from semproxy.server.account import finish
 from semproxy.server.exchange import Attempt, Exchange
-from semproxy.server.route import decide
+from semproxy.server.route import semantic_decision
 from semproxy.transport.http import AiohttpTransport
 from semproxy.types import Usage
 
@@ -175,7 +175,7 @@ async def measure(iters: int) -> list[tuple[str, tuple[float, float]]]:
     async def decide_new(i: int) -> object:
         ex = Exchange("bench", CHAT, observer)
         ex.parsed = new[i]
-        return await decide(sem, ex)
+        return await semantic_decision(sem, ex)
 
     rows.append(
         (

@@ -65,7 +65,8 @@ class Decision:
         return ",".join(f"{w:g}" for w in self.context)
 
 
-def fallback(catchall: str, reason: str) -> Decision:
+def to_catchall(catchall: str, reason: str) -> Decision:
+    """The decision that serves the catchall without scores (`reason` says why)."""
     return Decision(pick=catchall, reason=reason)
 
 

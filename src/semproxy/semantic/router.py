@@ -23,7 +23,7 @@ from semproxy.errors import BadRequestError, EmbeddingError
 from semproxy.observability.logging import log_line
 from semproxy.semantic import conversation
 from semproxy.semantic.cascade import CascadeScorer
-from semproxy.semantic.decision import NO_USER_TEXT, Decision, decide, fallback
+from semproxy.semantic.decision import NO_USER_TEXT, Decision, decide, to_catchall
 from semproxy.semantic.query import RoutingInput, earlier_turns
 from semproxy.semantic.scorer import PromptScorer, References, ScoredInstance
 
@@ -78,7 +78,7 @@ class SemanticRouter:
             return await self.cascade.references()  # and the strong ones in the background
         return await self.scorer.references()
 
-    def decide(self, scores: np.ndarray, negative: np.ndarray | None = None,
+    def rule(self, scores: np.ndarray, negative: np.ndarray | None = None,
                thresholds: Sequence[float] | None = None) -> Decision:
         """The route's rule on one row of scores (its own thresholds unless others are tried)."""
         return decide(self.names, scores, self.thresholds if thresholds is None else thresholds,
@@ -116,7 +116,7 @@ class SemanticRouter:
         """The decision for one request; any failure serves the catchall."""
         turns = self._turns(query)
         if not turns or not turns[-1]:
-            return Routed(fallback(self.spec.catchall, NO_USER_TEXT), None)
+            return Routed(to_catchall(self.spec.catchall, NO_USER_TEXT), None)
         remembered = [self._remembered(t) for t in turns]
         missing = [t for t, seen in zip(turns, remembered, strict=True) if seen is None]
         try:
@@ -124,11 +124,11 @@ class SemanticRouter:
         except EmbeddingError as exc:
             log.warning("semantic routing: %s on route %s, serving %s", exc, self.route_id,
                         self.spec.catchall)
-            return Routed(fallback(self.spec.catchall, exc.reason), None)
+            return Routed(to_catchall(self.spec.catchall, exc.reason), None)
         except Exception as exc:  # fail-open: routing must never turn a request into a 5xx
             log.warning("semantic routing: unexpected %s on route %s, serving %s",
                         type(exc).__name__, self.route_id, self.spec.catchall)
-            return Routed(fallback(self.spec.catchall, "embedding_error"), None)
+            return Routed(to_catchall(self.spec.catchall, "embedding_error"), None)
         scored = [seen or fresh[t] for t, seen in zip(turns, remembered, strict=True)]
         decision = self._conversation(scored)
         if decision.ranking and not decision.matched and log.isEnabledFor(logging.WARNING):
@@ -189,7 +189,7 @@ class SemanticRouter:
         out: dict[str, conversation.Turn] = {}
         settings = self.spec.conversation
         for row, text in enumerate(texts):
-            decision = self.decide(scores[row], None if negative is None else negative[row],
+            decision = self.rule(scores[row], None if negative is None else negative[row],
                                    refs[row].thresholds)
             # NaN: the stage that scored this row has no follow-ups; the turn is unchecked.
             near = None if generic is None or np.isnan(generic[row]) else float(generic[row])
@@ -224,7 +224,7 @@ class SemanticRouter:
         texts = list(dict.fromkeys(t for ts in turns for t in ts if t))
         own = self._own_turns(texts, *await self._score_turns(texts)) if texts else {}
         return [self._conversation([own[t] for t in ts]) if ts and ts[-1]
-                else fallback(self.spec.catchall, NO_USER_TEXT) for ts in turns]
+                else to_catchall(self.spec.catchall, NO_USER_TEXT) for ts in turns]
 
 
 def open_router(route: RouteSpec, embedder: Embedder, strong: Embedder | None = None

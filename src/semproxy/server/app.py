@@ -44,7 +44,7 @@ class Gateway:
         self.transport: Transport = transport or SchemeTransport()
         self.observer: RequestObserver = observer or SilentObserver()
         self.version = self._compile(config)
-        self.shadows = ShadowRunner(self.observer)
+        self.shadows = ShadowRunner()
 
     def _compile(self, config: GatewayConfig) -> Version:
         return Version.of(compile_table(config, self.transport, self.observer), self.transport)

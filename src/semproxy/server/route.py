@@ -34,7 +34,7 @@ class RoutePhase:
         parsed = exchange.parsed
         assert parsed is not None
         if route.semantic is not None and parsed.query is not None:
-            exchange.decision = await decide(route, exchange)
+            exchange.decision = await semantic_decision(route, exchange)
         if self.inline_shadow:
             # debug mode: the shadow decides before the answer, for X-AI-Shadow-Route
             query = shadow_input(route, exchange)
@@ -49,7 +49,7 @@ class RoutePhase:
         return None
 
 
-async def decide(route: RouteState, exchange: Exchange) -> Decision:
+async def semantic_decision(route: RouteState, exchange: Exchange) -> Decision:
     """Route on the user's own words as the client protocol tells them (and on the
     earlier user turns of the chat payload when the route reads conversations)."""
     semantic, parsed, observer = route.semantic, exchange.parsed, exchange.observer

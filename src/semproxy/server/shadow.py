@@ -34,7 +34,7 @@ from semproxy.errors import EmbeddingError
 from semproxy.observability.logging import log_line
 from semproxy.observability.observer import RequestObserver, shadow_fields
 from semproxy.runtime.routes import RouteState
-from semproxy.semantic.decision import Decision, fallback
+from semproxy.semantic.decision import Decision, to_catchall
 from semproxy.semantic.query import RoutingInput
 from semproxy.server.exchange import Exchange
 
@@ -56,6 +56,7 @@ class ShadowJob:
     query: RoutingInput
     serving: str
     request_id: str
+    observer: RequestObserver  # the request's: the one listening when it was served
 
 
 def shadow_input(route: RouteState, exchange: Exchange) -> RoutingInput | None:
@@ -75,7 +76,7 @@ async def shadow_decision(route: RouteState, query: RoutingInput) -> Decision:
     try:
         decision, _ = await route.shadow.route(query)
     except Exception:  # fail-open: the shadow must never fail (or log a traceback for) a request
-        return fallback(route.shadow.spec.catchall, "embedding_error")
+        return to_catchall(route.shadow.spec.catchall, "embedding_error")
     return decision
 
 
@@ -89,14 +90,13 @@ async def shadow_decisions(route: RouteState, queries: Sequence[RoutingInput]
         reason = exc.reason
     except Exception:  # fail-open: the shadow must never disturb the gateway
         reason = "embedding_error"
-    return [fallback(route.shadow.spec.catchall, reason) for _ in queries]
+    return [to_catchall(route.shadow.spec.catchall, reason) for _ in queries]
 
 
 class ShadowRunner:
     """The gateway's one shadow queue and the task that drains it."""
 
-    def __init__(self, observer: RequestObserver, cap: int = QUEUE_CAP) -> None:
-        self.observer = observer
+    def __init__(self, cap: int = QUEUE_CAP) -> None:
         self.queue: asyncio.Queue[ShadowJob] = asyncio.Queue(cap)
         self._task: asyncio.Task[None] | None = None
         self._carry: ShadowJob | None = None  # taken, but over the last batch's size
@@ -108,7 +108,8 @@ class ShadowRunner:
             return
         serving = exchange.attempts[0].instance  # the balancer's pick, before any failover
         if exchange.shadow is not None:
-            self.report(route, exchange.request_id, serving, exchange.shadow)
+            self.report(ShadowJob(route, RoutingInput(""), serving, exchange.request_id,
+                                  exchange.observer), exchange.shadow)
             return
         query = shadow_input(route, exchange)
         if query is None:
@@ -117,9 +118,10 @@ class ShadowRunner:
             self._task = asyncio.get_running_loop().create_task(self._drain())
             self._task.add_done_callback(_report_death)
         try:
-            self.queue.put_nowait(ShadowJob(route, query, serving, exchange.request_id))
+            self.queue.put_nowait(ShadowJob(route, query, serving, exchange.request_id,
+                                            exchange.observer))
         except asyncio.QueueFull:
-            self.observer.on_shadow_dropped(route.spec.id)
+            exchange.observer.on_shadow_dropped(route.spec.id)
 
     async def _drain(self) -> None:
         while True:
@@ -128,7 +130,7 @@ class ShadowRunner:
             for route, group in _by_route(jobs):
                 decisions = await shadow_decisions(route, [j.query for j in group])
                 for job, decision in zip(group, decisions, strict=True):
-                    self.report(route, job.request_id, job.serving, decision)
+                    self.report(job, decision)
             await asyncio.sleep(min(MAX_REST, (time.monotonic() - started) * (1 / SHARE - 1)))
 
     async def _batch(self) -> list[ShadowJob]:
@@ -143,9 +145,9 @@ class ShadowRunner:
             jobs.append(job)
         return jobs
 
-    def report(self, route: RouteState, request_id: str, serving: str,
-               decision: Decision) -> None:
-        self.observer.on_shadow(route.spec.id, serving, decision)
+    def report(self, job: ShadowJob, decision: Decision) -> None:
+        route, request_id, serving = job.route, job.request_id, job.serving
+        job.observer.on_shadow(route.spec.id, serving, decision)
         if log.isEnabledFor(logging.INFO):
             log_line(log, logging.INFO, f"{route.spec.id} {request_id} shadow {decision.pick}",
                      {"request_id": request_id, "route": route.spec.id, "serving_pick": serving,
