@@ -89,8 +89,10 @@ NOTES: dict[str, tuple[str, str]] = {
     "AIProxyMulti.keepalive_timeout": ("Idle time in ms before a pooled connection closes.",
                                        "连接池中空闲连接关闭前的时间（毫秒）。"),
     "AIProxyMulti.keepalive_pool": ("Idle connections kept open per upstream origin; more are "
-                                    "closed as they come back to the pool.",
-                                    "每个上游源站保留的空闲连接数；超出的连接在归还连接池时关闭。"),
+                                    "closed as they come back to the pool. Unset: all are "
+                                    "kept (APISIX's default is 30).",
+                                    "每个上游源站保留的空闲连接数；超出的连接在归还连接池时关闭。"
+                                    "不设置时全部保留（APISIX 的默认值是 30）。"),
     "AIProxyMulti.ssl_verify": ("Verify upstream TLS certificates.", "校验上游 TLS 证书。"),
     "AIProxyMulti.attempt_timeout": ("Deadline in ms for one whole non-streamed upstream attempt "
                                   "(headers and body); unset: `timeout`. A stream gets it for "
@@ -357,8 +359,10 @@ NOTES: dict[str, tuple[str, str]] = {
     "AIProxy.keepalive_timeout": ("Idle time in ms before a pooled connection closes.",
                                   "连接池中空闲连接关闭前的时间（毫秒）。"),
     "AIProxy.keepalive_pool": ("Idle connections kept open per upstream origin; more are "
-                               "closed as they come back to the pool.",
-                               "每个上游源站保留的空闲连接数；超出的连接在归还连接池时关闭。"),
+                               "closed as they come back to the pool. Unset: all are "
+                               "kept (APISIX's default is 30).",
+                               "每个上游源站保留的空闲连接数；超出的连接在归还连接池时关闭。"
+                               "不设置时全部保留（APISIX 的默认值是 30）。"),
     "AIProxy.ssl_verify": ("Verify upstream TLS certificates.", "校验上游 TLS 证书。"),
     "AIProxy.attempt_timeout": ("Deadline in ms for one whole non-streamed upstream attempt "
                                   "(headers and body); unset: `timeout`. A stream gets it for "

@@ -24,7 +24,7 @@ from prometheus_client import (
 from prometheus_client import multiprocess as mp
 
 from semproxy.observability.observer import DecisionView, RequestObserver
-from semproxy.observability.tokens import token_counts
+from semproxy.observability.tokens import COMPLETION, PROMPT, TOTAL
 from semproxy.types import Usage
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
@@ -169,8 +169,14 @@ class Metrics(RequestObserver):
         self._child(self.latency, route).observe(seconds)
         if ttft is not None:
             self._child(self.ttft, route, instance).observe(ttft)
-        for kind, count in (token_counts(usage) or {}).items():
-            self._child(self.tokens, route, instance, kind).inc(count)
+        if usage is not None:  # the kinds of observability/tokens.py
+            given, made = usage.input, usage.output
+            if given:
+                self._child(self.tokens, route, instance, PROMPT).inc(given)
+            if made:
+                self._child(self.tokens, route, instance, COMPLETION).inc(made)
+            if given + made:
+                self._child(self.tokens, route, instance, TOTAL).inc(given + made)
 
     def on_health(self, route: str, instance: str, healthy: bool) -> None:
         self.healthy.labels(route, instance).set(1 if healthy else 0)

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from semproxy.types import Usage
 
+# The kinds both show: prompt (`Usage.input`), completion (`output`) and total; a kind
+# that is zero is left out by each (an embeddings answer has no completion and shows none).
+PROMPT, COMPLETION, TOTAL = "prompt", "completion", "total"
+
 
 def token_counts(usage: Usage | None) -> dict[str, int] | None:
-    """prompt, completion and total, each only when it is not zero (an embeddings answer
-    has no completion and shows none); None when nothing was counted."""
+    """The access line's `tokens`; None when nothing was counted."""
     if usage is None:
         return None
-    counts = {"prompt": usage.input, "completion": usage.output, "total": usage.total}
+    given, made = usage.input, usage.output
+    counts = {PROMPT: given, COMPLETION: made, TOTAL: given + made}
     return {kind: n for kind, n in counts.items() if n} or None

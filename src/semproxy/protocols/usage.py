@@ -29,12 +29,15 @@ def chat_usage(node: Any) -> Usage | None:
     holds no count."""
     if not isinstance(node, dict):
         return None
-    counts = [_count(node.get(k)) for k in ("prompt_tokens", "completion_tokens", "total_tokens")]
-    if counts == [None, None, None]:
+    # Every answer of a stream or a completion passes here: no helper calls.
+    given, made = node.get("prompt_tokens"), node.get("completion_tokens")
+    given = given if isinstance(given, int) and given >= 0 else None
+    made = made if isinstance(made, int) and made >= 0 else None
+    if given is None and made is None and _count(node.get("total_tokens")) is None:
         return None
     details = node.get("prompt_tokens_details")
     cached = _count(details.get("cached_tokens")) if isinstance(details, dict) else None
-    return Usage(input=counts[0] or 0, output=counts[1] or 0, cached_input=cached or 0)
+    return Usage(input=given or 0, output=made or 0, cached_input=cached or 0)
 
 
 def anthropic_counts(node: Any) -> dict[str, int]:

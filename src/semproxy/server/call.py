@@ -65,7 +65,10 @@ class CallPhase:
             self.record(exchange, name, result)
             nxt = None
             if self.may_retry(exchange, result):
-                nxt = await next_candidate(exchange, exchange.skip | tried)
+                exclude = exchange.skip | tried
+                assert exchange.candidates is not None
+                nxt = exchange.candidates.next(exclude) if exchange.gates is None \
+                    else await next_candidate(exchange, exclude)
             if nxt is None:
                 return self.conclude(exchange, result)
             if result.reply is not None:
@@ -84,7 +87,11 @@ class CallPhase:
                                               exchange.request_id)
             if reply.status == 200 and reply.content_type.startswith(SSE):
                 return Result("ok", time.monotonic() - started, leg, reply)
-            body, usage = read_whole(leg, reply.status, await reply.read())
+            # Read by the leg: in Chat Completions (or the client's own protocol on a
+            # native leg), with the usage it reported.
+            raw = await reply.read()
+            body, usage = leg.speaks.answer(raw) if reply.status < 400 \
+                else (leg.speaks.error(reply.status, raw), None)
         except UpstreamError as exc:
             return Result(outcome(exc), time.monotonic() - started, leg, error=exc)
         status = "ok" if reply.status < 400 else f"http_{reply.status}"
@@ -148,14 +155,6 @@ class CallPhase:
         last = f"; {result.error.message}" if type(result.error) is UpstreamError else ""
         log.warning("route %s: giving up after %d attempt(s): %s%s", self.route.spec.id,
                     len(exchange.attempts), tried, last)
-
-
-def read_whole(leg: Leg, status: int, raw: bytes) -> tuple[bytes, Usage | None]:
-    """A whole answer read by its leg: in Chat Completions (or the client's own protocol
-    on a native leg), with the usage it reported."""
-    if status < 400:
-        return leg.speaks.answer(raw)
-    return leg.speaks.error(status, raw), None
 
 
 def outcome(error: UpstreamError) -> str:

@@ -18,7 +18,7 @@ import itertools
 import os
 import time
 from collections.abc import Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from aiohttp import web
@@ -84,12 +84,14 @@ class InstanceGate(Protocol):
     async def allows(self, exchange: Exchange, instance: str) -> bool: ...
 
 
-@dataclass(slots=True)
 class Exchange:
-    request_id: str
-    protocol: ClientProtocol
-    observer: RequestObserver
-    started: float = field(default_factory=time.monotonic)
+    """The record of one request (see the module docstring for who writes what).
+
+    A plain class: the fields below are class-level defaults, and an instance holds
+    only what was set on it, so a request pays for the fields it uses; `__init__`
+    sets the few every request has.
+    """
+
     route: RouteState | None = None
     consumer: str | None = None
     model: str | None = None  # as the client wrote it (never the configured one)
@@ -101,7 +103,6 @@ class Exchange:
     candidates: Candidates | None = None
     skip: Set[str] = frozenset()  # never tried: unhealthy, or unable to serve it
     pick: str | None = None  # the first candidate: the call starts there
-    attempts: list[Attempt] = field(default_factory=list)
     leg: Leg | None = None  # the leg of the answer being relayed
     source: str = "upstream"  # who answered: "upstream", or the phase that did
     status: int = 0
@@ -112,6 +113,14 @@ class Exchange:
     headers: dict[str, str] | None = None  # added to every answer (rate-limit headers)
     taps: list[StreamTap] | None = None
     gates: list[InstanceGate] | None = None
+
+    def __init__(self, request_id: str, protocol: ClientProtocol,
+                 observer: RequestObserver) -> None:
+        self.request_id = request_id
+        self.protocol = protocol
+        self.observer = observer
+        self.started = time.monotonic()
+        self.attempts: list[Attempt] = []
 
     @property
     def instance(self) -> str:

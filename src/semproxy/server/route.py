@@ -40,9 +40,13 @@ class RoutePhase:
             query = shadow_input(route, exchange)
             exchange.shadow = None if query is None else await shadow_decision(route, query)
         legs = exchange.legs = route.legs[exchange.protocol.name]
-        exchange.skip = route.health.unusable(route.names) | unable(exchange, route, legs)
-        exchange.candidates = route.candidates(exchange.decision, exchange.hash_key)
-        exchange.pick = await next_candidate(exchange, exchange.skip)
+        unusable = route.health.unusable(route.names)
+        if parsed.unsupported is not None or legs.unable:
+            unusable |= unable(exchange, route, legs)
+        exchange.skip = unusable
+        candidates = exchange.candidates = route.candidates(exchange.decision, exchange.hash_key)
+        exchange.pick = candidates.next(exchange.skip) if exchange.gates is None \
+            else await next_candidate(exchange, exchange.skip)
         if exchange.pick is None:
             raise UnavailableError(f"route {route.spec.id} has no instance that can take "
                                    "traffic")

@@ -10,6 +10,8 @@ policies on top: the pool guard (`pool.py`), decoding and size caps
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
+from typing import Any
 
 import aiohttp
 from aiohttp import ClientSession, ClientTimeout
@@ -41,7 +43,8 @@ class AiohttpTransport:
         self._sessions[shape] = session
         return session
 
-    async def post(self, target: Target, data: bytes, request_id: str = "") -> AiohttpReply:
+    def post(self, target: Target, data: bytes, request_id: str = ""
+             ) -> Coroutine[Any, Any, AiohttpReply]:
         """POST and return the reply once its headers arrived; the caller releases it.
 
         The headers must arrive within the attempt deadline (`attempt_timeout`),
@@ -56,12 +59,12 @@ class AiohttpTransport:
         if request_id:  # a copy in C; a dict would be converted on every request
             headers = call.headers.copy()
             headers[_REQUEST_ID] = request_id
-        return await self._send("POST", target, call, headers, data)
+        return self._send("POST", target, call, headers, data)
 
-    async def get(self, target: Target) -> AiohttpReply:
+    def get(self, target: Target) -> Coroutine[Any, Any, AiohttpReply]:
         """GET, as health probes do: the reply once its headers arrived."""
         call = target.call
-        return await self._send("GET", target, call, call.headers, None)
+        return self._send("GET", target, call, call.headers, None)
 
     async def _send(self, method: str, target: Target, call: Call,
                     headers: CIMultiDictProxy[str] | CIMultiDict[str], data: bytes | None

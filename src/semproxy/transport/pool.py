@@ -33,12 +33,9 @@ class GuardedHandler(ResponseHandler):
     """The protocol of one upstream connection, closed on bytes received while idle."""
 
     is_idle = False
-    _idle: set[GuardedHandler] | None = None  # the idle set of its origin, while in it
-
-    def enter_pool(self, idle: set[GuardedHandler]) -> None:
-        self.is_idle = True
-        self._idle = idle
-        idle.add(self)
+    # The idle set of its origin while it is in it; only a connector with an idle cap
+    # keeps one (counting costs a little on every request).
+    _idle: set[GuardedHandler] | None = None
 
     def leave_pool(self) -> None:
         self.is_idle = False
@@ -47,7 +44,10 @@ class GuardedHandler(ResponseHandler):
             self._idle = None
 
     def set_response_params(self, **params: Any) -> None:
-        self.leave_pool()  # a request is going out on this connection
+        self.is_idle = False  # a request is going out on this connection
+        if self._idle is not None:
+            self._idle.discard(self)
+            self._idle = None
         super().set_response_params(**params)
 
     def data_received(self, data: bytes) -> None:
@@ -70,9 +70,10 @@ class GuardedHandler(ResponseHandler):
 
 class GuardedConnector(TCPConnector):
     """A TCPConnector whose pooled connections are `GuardedHandler`s marked idle, at most
-    `idle_cap` of them per origin (APISIX `keepalive_pool`: the rest are closed)."""
+    `idle_cap` of them per origin when one is set (APISIX `keepalive_pool`: the rest are
+    closed as they come back)."""
 
-    def __init__(self, *, idle_cap: int, **options: Any) -> None:
+    def __init__(self, *, idle_cap: int | None, **options: Any) -> None:
         super().__init__(**options)
         self._factory = functools.partial(GuardedHandler, loop=self._loop)  # type: ignore[assignment]
         self.idle_cap = idle_cap
@@ -80,12 +81,19 @@ class GuardedConnector(TCPConnector):
 
     def _release(self, key: Any, protocol: ResponseHandler, *, should_close: bool = False
                  ) -> None:
-        idle = self.idle.setdefault(key, set())
-        if len(idle) >= self.idle_cap:
-            should_close = True
+        idle = None
+        if self.idle_cap is not None:
+            idle = self.idle.get(key)
+            if idle is None:
+                idle = self.idle[key] = set()
+            if len(idle) >= self.idle_cap:
+                should_close = True
         super()._release(key, protocol, should_close=should_close)
         if isinstance(protocol, GuardedHandler) and protocol.transport is not None:
-            protocol.enter_pool(idle)  # it went back to the pool (a closed one has no transport)
+            protocol.is_idle = True  # it went back to the pool (a closed one has no transport)
+            if idle is not None:
+                protocol._idle = idle
+                idle.add(protocol)
 
 
 async def check_pool_guard(connector: type[TCPConnector] = GuardedConnector,

@@ -3,6 +3,9 @@ its URL scheme (`echo://` to `EchoTransport`, anything else to `AiohttpTransport
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
+from typing import Any
+
 from semproxy.transport.base import Reply, Transport
 from semproxy.transport.echo import EchoTransport
 from semproxy.transport.http import AiohttpTransport
@@ -14,14 +17,15 @@ class SchemeTransport:
         self.http = http or AiohttpTransport()
         self.echo = EchoTransport()
 
-    def _for(self, target: Target) -> Transport:
-        return self.echo if target.url.startswith("echo:") else self.http
+    # The chosen transport's own coroutine, not one more frame around it.
+    def post(self, target: Target, data: bytes, request_id: str = ""
+             ) -> Coroutine[Any, Any, Reply]:
+        chosen = self.echo if target.url.startswith("echo:") else self.http
+        return chosen.post(target, data, request_id)
 
-    async def post(self, target: Target, data: bytes, request_id: str = "") -> Reply:
-        return await self._for(target).post(target, data, request_id)
-
-    async def get(self, target: Target) -> Reply:
-        return await self._for(target).get(target)
+    def get(self, target: Target) -> Coroutine[Any, Any, Reply]:
+        chosen = self.echo if target.url.startswith("echo:") else self.http
+        return chosen.get(target)
 
     async def aclose(self) -> None:
         await self.http.aclose()

@@ -13,6 +13,7 @@ import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -35,15 +36,15 @@ class TlsFiles:
     key_file: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PoolShape:
+class PoolShape(NamedTuple):
     """What sets one connection pool apart from another: the upstream calls of every
-    target with the same shape share one aiohttp session (and its pool per origin)."""
+    target with the same shape share one aiohttp session (and its pool per origin).
+    A tuple, so the per-request session lookup hashes it in C."""
 
     max_connections: int  # per origin; more requests wait in a queue
     keepalive: bool
     keepalive_timeout_s: float
-    keepalive_pool: int  # idle connections kept per origin (APISIX `keepalive_pool`)
+    keepalive_pool: int | None  # idle connections kept per origin; None: all of them
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,7 +55,7 @@ class NetPolicy:
     ssl_verify: bool = True
     keepalive: bool = True
     keepalive_timeout_s: float = 60.0
-    keepalive_pool: int = 30
+    keepalive_pool: int | None = None  # idle connections kept per origin; None: no cap
     attempt_timeout_s: float | None = None  # a whole non-streamed attempt; None: timeout_s
     max_body: int = 32 * MIB  # a non-streamed body, after decompression
     max_event: int = 8 * MIB  # one SSE event
@@ -68,7 +69,9 @@ class NetPolicy:
                 raise ValueError(f"{name} must be positive")
         if self.attempt_timeout_s is not None and not self.attempt_timeout_s > 0:
             raise ValueError("attempt_timeout_s must be positive")
-        for name in ("keepalive_pool", "max_body", "max_event", "max_connections"):
+        if self.keepalive_pool is not None and self.keepalive_pool < 1:
+            raise ValueError("keepalive_pool must be at least 1")
+        for name in ("max_body", "max_event", "max_connections"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
 
