@@ -72,7 +72,7 @@ class SemanticSpec:
     background_weight: float = 0.0  # balancer.background_weight (fast model only)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RetryPolicy:
     """Which failures move a request to the next candidate (the failover loop reads it)."""
 
@@ -339,8 +339,8 @@ def _retry(multi: s.AIProxyMulti) -> RetryPolicy:
         statuses |= TRANSIENT_5XX
     resend = (multi.fallback_strategy is not None or bool(multi.fallback_http_statuses)
               or multi.max_retries is not None)
-    return RetryPolicy(frozenset(statuses), multi.max_retries, multi.retry_on_failure_within_ms,
-                       resend)
+    return RetryPolicy(statuses=frozenset(statuses), max_retries=multi.max_retries,
+                       within_ms=multi.retry_on_failure_within_ms, resend=resend)
 
 
 def _semantic(
@@ -490,7 +490,7 @@ def _shadow(sh: s.Shadow, multi: s.AIProxyMulti, route: RouteSpec, path: str, er
                               threshold=_shadow_threshold(sh, i, own is not None),
                               catchall=i.name == catchall) for i in route.instances)
     table = replace(route, instances=instances, semantic=semantic, algorithm="semantic")
-    return ShadowSpec(table, inline=multi.balancer.expose_scores or route.debug_headers)
+    return ShadowSpec(table=table, inline=multi.balancer.expose_scores or route.debug_headers)
 
 
 def _shadow_threshold(sh: s.Shadow, inst: InstanceSpec, is_semantic: bool) -> float | None:

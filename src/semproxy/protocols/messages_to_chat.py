@@ -185,8 +185,6 @@ def _image_url(block: dict[str, Any], i: int, j: int) -> str:
     raise BadRequestError(f"messages.{i}.content.{j}.source: base64 or url image expected")
 
 
-
-
 def _tool(tool: Any, i: int) -> dict[str, Any]:
     if not isinstance(tool, dict) or not isinstance(tool.get("name"), str) \
             or not isinstance(tool.get("input_schema"), dict):

@@ -119,6 +119,7 @@ async def answer_errors(request: web.Request, handler: Handler) -> web.StreamRes
 
 error_middleware = web.middleware(answer_errors)
 
+
 async def stamp_headers(request: web.Request, response: web.StreamResponse) -> None:
     """`on_response_prepare` hook of every listener (public and admin)."""
     response.headers.update(ANSWER_HEADERS)

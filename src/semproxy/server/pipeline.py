@@ -41,6 +41,7 @@ from semproxy.transport.base import Transport
 
 log = logging.getLogger("semproxy.proxy")
 
+
 class Phase(Protocol):
     async def run(self, exchange: Exchange) -> Answer | None:
         """None: the next phase goes on. An answer: the request ends with it."""
