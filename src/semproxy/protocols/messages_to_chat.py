@@ -81,7 +81,8 @@ class MessagesToChat:
     def answer(self, body: bytes) -> tuple[bytes, Usage | None]:
         try:
             completion = orjson.loads(body)
-            return orjson.dumps(from_chat(completion)), chat_usage(completion.get("usage"))
+            usage = chat_usage(completion.get("usage"))
+            return orjson.dumps(from_chat(completion, usage)), usage
         except (orjson.JSONDecodeError, TypeError, AttributeError) as exc:
             raise not_a_completion() from exc
 
@@ -208,7 +209,11 @@ def _tool_choice(chat: dict[str, Any], choice: dict[str, Any]) -> None:
         chat["parallel_tool_calls"] = False
 
 
-def from_chat(completion: dict[str, Any]) -> dict[str, Any]:
+def from_chat(completion: dict[str, Any], usage: Usage | None = None) -> dict[str, Any]:
+    """A chat.completion as an Anthropic message (`usage`: the completion's, when the
+    caller has read it already)."""
+    if usage is None:
+        usage = chat_usage(completion.get("usage"))
     choice = (completion.get("choices") or [{}])[0]
     message = choice.get("message") or {}
     content: list[dict[str, Any]] = []
@@ -223,5 +228,5 @@ def from_chat(completion: dict[str, Any]) -> dict[str, Any]:
         "id": message_id(), "type": "message", "role": "assistant",
         "model": completion.get("model", ""), "content": content,
         "stop_reason": STOP_REASONS.get(choice.get("finish_reason") or "stop", "end_turn"),
-        "stop_sequence": None, "usage": usage_object(chat_usage(completion.get("usage"))),
+        "stop_sequence": None, "usage": usage_object(usage),
     }

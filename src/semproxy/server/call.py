@@ -56,7 +56,8 @@ class CallPhase:
 
     async def run(self, exchange: Exchange) -> Answer:
         route, observer = self.route, exchange.observer
-        name, tried = exchange.pick, set[str]()
+        name = exchange.pick
+        tried: set[str] = set()  # not set[str](): a generic alias call raises inside
         assert name is not None
         while True:
             tried.add(name)

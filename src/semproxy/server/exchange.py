@@ -121,6 +121,9 @@ class Exchange:
         self.observer = observer
         self.started = time.monotonic()
         self.attempts: list[Attempt] = []
+        # Read by every request whether set or not: on the instance, a read is one step.
+        self.decision = self.shadow = None
+        self.gates = self.taps = self.headers = None
 
     @property
     def instance(self) -> str:
