@@ -34,8 +34,8 @@ from semproxy.config.loader import load_data
 from semproxy.quality.clinc150 import CATCHALL, load_dataset, route_config
 from semproxy.quality.evaluate import evaluate
 from semproxy.quality.labelled import LabelledPrompt
+from semproxy.runtime.compile import router_for
 from semproxy.semantic.query import RoutingInput
-from semproxy.semantic.router import router_for
 
 TEST_IN, TEST_OOS = 4500, 1000  # CLINC150 test split, in-scope and out-of-scope prompts
 

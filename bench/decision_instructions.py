@@ -66,13 +66,18 @@ async def child(n: int, instances: int, examples: int) -> None:
     # warning for each: logging's cost, not the decision's (routing_micro.py does the same).
     logging.disable(logging.WARNING)
     from semproxy.config.loader import load_data
-    from semproxy.embeddings.factory import EmbedderPool
-    from semproxy.providers.http import HttpClients
     from semproxy.semantic.query import RoutingInput
-    from semproxy.server.routes import RouteTable
 
-    table = RouteTable(load_data(route_config(instances, examples), env={}),
-                       EmbedderPool(HttpClients()))
+    config = load_data(route_config(instances, examples), env={})
+    try:  # the layout since issue 23
+        from semproxy.runtime.compile import compile_table
+        from semproxy.transport.http import AiohttpTransport
+        table = compile_table(config, AiohttpTransport())
+    except ImportError:  # a build before it, measured for comparison
+        from semproxy.embeddings.factory import EmbedderPool
+        from semproxy.providers.http import HttpClients  # type: ignore[import-not-found]
+        from semproxy.server.routes import RouteTable  # type: ignore[import-not-found]
+        table = RouteTable(config, EmbedderPool(HttpClients()))
     await table.warm()
     router = table.by_id["bench"].semantic
     assert router is not None and router.spec is not None

@@ -41,17 +41,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import FIXED, gateway_config  # the throughput run's own routes
 
 from semproxy.config.loader import load_data
-from semproxy.embeddings.factory import EmbedderPool
 from semproxy.observability.decisions import DecisionLog
 from semproxy.observability.fanout import FanoutObserver
 from semproxy.observability.logging import setup_logging
 from semproxy.observability.metrics import Metrics
-from semproxy.providers.http import HttpClients
+from semproxy.protocols.chat import ChatPassThrough
+from semproxy.protocols.registry import CHAT_COMPLETIONS as CHAT
+from semproxy.runtime.compile import compile_table
+from semproxy.runtime.routes import RouteState, RouteTable
 from semproxy.semantic.decision import Decision
-from semproxy.server.exchange import Attempt, Exchange, finish, usage_from_body
-from semproxy.server.handler import decide
-from semproxy.server.inbound import CHAT
-from semproxy.server.routes import RouteState, RouteTable
+from semproxy.server.account import finish
+from semproxy.server.exchange import Attempt, Exchange
+from semproxy.server.route import semantic_decision
+from semproxy.transport.http import AiohttpTransport
+from semproxy.types import Usage
 
 # The varied prompts of post.lua, built the same way: verb x topic x style, then a serial.
 VERBS = (
@@ -120,14 +123,15 @@ async def timed(n: int, step: Callable[[int], Awaitable[object] | object]) -> tu
 
 def table_for(kind: str, observer: FanoutObserver) -> RouteTable:
     config = load_data(gateway_config(1, kind, "http://127.0.0.1:9", "http://127.0.0.1:9"), env={})
-    return RouteTable(config, EmbedderPool(HttpClients()), observer)
+    return compile_table(config, AiohttpTransport(), observer)
 
 
-def exchange_for(route: RouteState, decision: Decision | None) -> Exchange:
-    ex = Exchange(f"{id(route):016x}{time.perf_counter_ns():016x}")
+def exchange_for(route: RouteState, decision: Decision | None,
+                 observer: FanoutObserver) -> Exchange:
+    ex = Exchange(f"{id(route):016x}{time.perf_counter_ns():016x}", CHAT, observer)
     ex.route, ex.status, ex.model, ex.decision = route, 200, "auto", decision
     ex.attempts.append(Attempt(route.names[0], "ok"))
-    ex.usage = {"prompt": 8, "completion": 9, "total": 17}
+    ex.usage = Usage(input=8, output=9)
     return ex
 
 
@@ -139,6 +143,7 @@ async def measure(iters: int) -> list[tuple[str, tuple[float, float]]]:
     sem = semantic_table.routes[0]
     options = rr.spec.instances[0].options
     bodies = [body(i) for i in range(3 * iters + 256)]
+    reader = ChatPassThrough()
     parsed = [CHAT.parse(b) for b in bodies]
 
     assert sem.semantic is not None
@@ -146,9 +151,9 @@ async def measure(iters: int) -> list[tuple[str, tuple[float, float]]]:
 
     def account(route: RouteState, decision: Decision | None) -> Callable[[int], None]:
         def step(_: int) -> None:
-            ex = exchange_for(route, decision)
+            ex = exchange_for(route, decision, observer)
             observer.on_attempt(route.spec.id, ex.instance, "ok", 0.001)
-            finish(ex, observer)
+            finish(ex)
 
         return step
 
@@ -158,7 +163,7 @@ async def measure(iters: int) -> list[tuple[str, tuple[float, float]]]:
             "build the upstream body",
             await timed(iters, lambda i: orjson.dumps({**parsed[i].payload, **options})),
         ),
-        ("read usage from the answer", await timed(iters, lambda _: usage_from_body(FIXED))),
+        ("read usage from the answer", await timed(iters, lambda _: reader.answer(FIXED))),
         (
             "accounting, round-robin (metrics, decision log, access line)",
             await timed(iters, account(rr, None)),
@@ -168,7 +173,9 @@ async def measure(iters: int) -> list[tuple[str, tuple[float, float]]]:
     new = parsed[iters + 128 :]
 
     async def decide_new(i: int) -> object:
-        return await decide(sem, new[i].payload, new[i].query, observer)
+        ex = Exchange("bench", CHAT, observer)
+        ex.parsed = new[i]
+        return await semantic_decision(sem, ex)
 
     rows.append(
         (

@@ -29,11 +29,10 @@ import time
 import numpy as np
 
 from semproxy.config.loader import load_data
-from semproxy.embeddings.factory import EmbedderPool
 from semproxy.embeddings.local import LocalEmbedder
-from semproxy.providers.http import HttpClients
+from semproxy.runtime.compile import compile_table
 from semproxy.semantic.query import RoutingInput
-from semproxy.server.routes import RouteTable
+from semproxy.transport.http import AiohttpTransport
 
 EMBEDDER = "semproxy's in-process model (wordllama) through the gateway's SemanticRouter"
 logging.disable(logging.WARNING)  # the fallback warning per prompt is not what is timed here
@@ -78,8 +77,8 @@ async def bench(n_inst: int, n_ex: int, iters: int, aggregation: str) -> dict:
     """Time the gateway's own router (the code a request runs), not a re-creation."""
     rng = random.Random(n_inst * 1000 + n_ex)
     examples = [phrases(rng, n_ex, f"i{k}x") for k in range(n_inst)]
-    table = RouteTable(load_data(route_config(examples, aggregation), env={}),
-                       EmbedderPool(HttpClients()))
+    table = compile_table(load_data(route_config(examples, aggregation), env={}),
+                          AiohttpTransport())
     await table.warm()
     router = table.by_id["bench"].semantic
     assert router is not None
@@ -117,7 +116,7 @@ async def bench_conversation(iters: int, model: str = "wordllama") -> dict:
         # Every earlier turn (4 per conversation) and every new turn is cached: room
         # for all of them, so no earlier turn is evicted before its conversation.
         plugin["embeddings"]["cache_size"] = 5 * (iters + 64) + 1024
-        table = RouteTable(load_data(config, env={}), EmbedderPool(HttpClients()))
+        table = compile_table(load_data(config, env={}), AiohttpTransport())
         await table.warm()
         router = table.by_id["bench"].semantic
         assert router is not None

@@ -20,7 +20,7 @@ import time
 
 from semproxy.config.loader import load_data
 from semproxy.embeddings.factory import EmbedderPool
-from semproxy.providers.http import HttpClients
+from semproxy.transport.http import AiohttpTransport
 from semproxy.semantic.query import RoutingInput, prompt_input
 from semproxy.semantic.router import open_router, router_for
 
@@ -48,7 +48,7 @@ def config() -> object:
 async def main(batch: int, live: int) -> None:
     cfg = config()
     route = cfg.routes[0]  # type: ignore[attr-defined]
-    clients = HttpClients()
+    clients = AiohttpTransport()
     pool = EmbedderPool(clients)
     emb = route.semantic.embeddings
     router = open_router(route, pool.get(emb), pool.strong(emb))

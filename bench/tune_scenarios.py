@@ -27,7 +27,7 @@ import numpy as np
 
 from semproxy.config.loader import load_data
 from semproxy.embeddings.factory import EmbedderPool
-from semproxy.providers.http import HttpClients
+from semproxy.transport.http import AiohttpTransport
 from semproxy.quality import calibrate as cal
 from semproxy.quality.evaluate import evaluate
 from semproxy.quality.labelled import LabelledPrompt
@@ -96,7 +96,7 @@ async def run(count: int, folds: int) -> None:
         route = scenario.config.routes[0]
         assert route.semantic is not None
         dealt = halves(scenario.items)
-        clients = HttpClients()
+        clients = AiohttpTransport()
         embedder = EmbedderPool(clients).get(route.semantic.embeddings)
         for tune_half in (0, 1):
             tune_on = [i for i, h in zip(scenario.items, dealt, strict=True) if h == tune_half]

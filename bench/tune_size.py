@@ -21,7 +21,7 @@ import numpy as np
 
 from semproxy.config.loader import load_file
 from semproxy.embeddings.factory import EmbedderPool
-from semproxy.providers.http import HttpClients
+from semproxy.transport.http import AiohttpTransport
 from semproxy.quality.clinc150 import convert, load_dataset
 from semproxy.quality.labelled import LabelledPrompt, load_jsonl
 from semproxy.quality.rate import Rate
@@ -53,7 +53,7 @@ async def main(source: str) -> None:
     dataset = load_dataset(source)
     judge = [(text, domain) for text, _, domain in dataset["splits"]["train"] if text not in used]
     judge = random.Random(1).sample(judge, 3000)
-    clients = HttpClients()
+    clients = AiohttpTransport()
     embedder = EmbedderPool(clients).get(route.semantic.embeddings)
     holders = [i for i in route.instances if i.examples]
     names = [h.name for h in holders]

@@ -88,8 +88,11 @@ NOTES: dict[str, tuple[str, str]] = {
     "AIProxyMulti.keepalive": ("Reuse upstream connections.", "复用上游连接。"),
     "AIProxyMulti.keepalive_timeout": ("Idle time in ms before a pooled connection closes.",
                                        "连接池中空闲连接关闭前的时间（毫秒）。"),
-    "AIProxyMulti.keepalive_pool": ("Accepted for APISIX compatibility; not used yet.",
-                                    "为兼容 APISIX 而接受；目前未使用。"),
+    "AIProxyMulti.keepalive_pool": ("Idle connections kept open per upstream origin; more are "
+                                    "closed as they come back to the pool. Unset: all are "
+                                    "kept (APISIX's default is 30).",
+                                    "每个上游源站保留的空闲连接数；超出的连接在归还连接池时关闭。"
+                                    "不设置时全部保留（APISIX 的默认值是 30）。"),
     "AIProxyMulti.ssl_verify": ("Verify upstream TLS certificates.", "校验上游 TLS 证书。"),
     "AIProxyMulti.attempt_timeout": ("Deadline in ms for one whole non-streamed upstream attempt "
                                   "(headers and body); unset: `timeout`. A stream gets it for "
@@ -179,8 +182,9 @@ NOTES: dict[str, tuple[str, str]] = {
     "ActiveChecks.type": ("Probe kind.", "探测方式。"),
     "ActiveChecks.timeout": ("Seconds before a probe counts as a timeout.",
                              "探测超时秒数。"),
-    "ActiveChecks.concurrency": ("Accepted for APISIX compatibility; not used yet.",
-                                 "为兼容 APISIX 而接受；目前未使用。"),
+    "ActiveChecks.concurrency": ("Probes of the route in flight at once (the smallest value "
+                                 "among its instances applies).",
+                                 "同一路由同时进行的探测数上限（取其各实例中的最小值）。"),
     "ActiveChecks.http_path": ("Path requested by http(s) probes.", "http(s) 探测请求的路径。"),
     "ActiveChecks.host": ("Host header of the probe.", "探测请求的 Host 头。"),
     "ActiveChecks.port": ("Port to probe instead of the instance's.", "代替实例端口的探测端口。"),
@@ -354,8 +358,11 @@ NOTES: dict[str, tuple[str, str]] = {
     "AIProxy.keepalive": ("Reuse upstream connections.", "复用上游连接。"),
     "AIProxy.keepalive_timeout": ("Idle time in ms before a pooled connection closes.",
                                   "连接池中空闲连接关闭前的时间（毫秒）。"),
-    "AIProxy.keepalive_pool": ("Accepted for APISIX compatibility; not used yet.",
-                               "为兼容 APISIX 而接受；目前未使用。"),
+    "AIProxy.keepalive_pool": ("Idle connections kept open per upstream origin; more are "
+                               "closed as they come back to the pool. Unset: all are "
+                               "kept (APISIX's default is 30).",
+                               "每个上游源站保留的空闲连接数；超出的连接在归还连接池时关闭。"
+                               "不设置时全部保留（APISIX 的默认值是 30）。"),
     "AIProxy.ssl_verify": ("Verify upstream TLS certificates.", "校验上游 TLS 证书。"),
     "AIProxy.attempt_timeout": ("Deadline in ms for one whole non-streamed upstream attempt "
                                   "(headers and body); unset: `timeout`. A stream gets it for "

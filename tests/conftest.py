@@ -10,8 +10,8 @@ import aiohttp
 import pytest
 from tests.fakes.redis_server import RedisServer, redis_available
 
+from semproxy.admin.run import RunningGateway, start
 from semproxy.config.loader import load_data
-from semproxy.server.run import RunningGateway, start
 
 GatewayFactory = Callable[..., Awaitable[RunningGateway]]
 

@@ -13,7 +13,6 @@ from typing import NoReturn
 import orjson
 
 from semproxy.config.loader import load_file, parse_document
-from semproxy.config.runtime import GatewayConfig
 from semproxy.config.source import ConfigSource, EtcdSource, FileSource, SourceError
 from semproxy.errors import ConfigError, GatewayError
 from semproxy.observability.logging import setup_logging
@@ -63,7 +62,7 @@ def make_source(args: argparse.Namespace) -> ConfigSource:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from semproxy.server.run import run
+    from semproxy.admin.run import run
 
     if bool(args.config) == bool(args.etcd):
         raise UsageError("give exactly one of --config FILE and --etcd URL")
@@ -73,15 +72,6 @@ def _serve(args: argparse.Namespace) -> int:
         logging.getLogger("semproxy.access").setLevel(logging.WARNING)
     return run(functools.partial(make_source, args), args.listen, args.workers,
                args.max_connections)
-
-
-def tool_config(path: str) -> GatewayConfig:
-    """The config of a command that calls no upstream (explain, eval, calibrate, tune):
-    an unset `${VAR}` is a warning, not an error; warnings go to stderr as plain lines."""
-    config = load_file(path, allow_unset=True)
-    for warning in config.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    return config
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -97,11 +87,13 @@ def _validate(args: argparse.Namespace) -> int:
 def _spend(args: argparse.Namespace) -> int:
     from semproxy.governance.spend_command import run_spend
 
-    return run_spend(load_file(args.config), args.by, args.period, args.consumer)
+    return run_spend(load_file(args.config).governance, args.by, args.period, args.consumer)
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from semproxy.semantic.explain import explain, render
+    from semproxy.quality.commands import tool_config
+    from semproxy.runtime.compile import explain
+    from semproxy.semantic.explain import render
 
     config = tool_config(args.config)
     result = asyncio.run(explain(config, args.route, args.prompt))

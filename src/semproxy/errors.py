@@ -8,22 +8,27 @@ ever sees this tree.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import orjson
 
 
 class GatewayError(Exception):
-    """Base of every client-visible error."""
+    """Base of every client-visible error; `headers` go out with its answer (a
+    refusal's `Retry-After`, the debug headers of a request no instance served)."""
 
     status = 500
     type = "server_error"
     code = "internal_error"
 
-    def __init__(self, message: str, public: str | None = None) -> None:
+    def __init__(self, message: str, public: str | None = None,
+                 headers: Mapping[str, str] | None = None) -> None:
         super().__init__(message)
         self.message = message
         # What a client may read when `message` names parts of the deployment
         # (instance labels, addresses): the reason alone.
         self.public = public
+        self.headers = headers
 
     def body(self) -> bytes:
         return error_body(self.message, self.type, self.code)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,3 +48,19 @@ def is_deeper_than(node: Any, limit: int) -> bool:
         children = item.values() if isinstance(item, dict) else item
         stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
     return False
+
+
+def content_text(content: Any, sep: str = " ", kinds: Container[str] | None = None) -> str:
+    """The text of a message's `content`: a string as it is, or the `text` of the parts
+    of an array (only parts whose `type` is in `kinds`, when given) joined by `sep`.
+
+    Chat Completions, Anthropic Messages and Responses all write content this way;
+    images and other parts carry no text and are skipped.
+    """
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return sep.join(part["text"] for part in content
+                    if isinstance(part, dict) and isinstance(part.get("text"), str)
+                    and (kinds is None or part.get("type") in kinds))

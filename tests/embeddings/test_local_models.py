@@ -14,7 +14,7 @@ from semproxy.embeddings.cache import CachedEmbedder
 from semproxy.embeddings.factory import EmbedderPool, EmbeddingSpec
 from semproxy.embeddings.minilm import PACKAGE, archive_path
 from semproxy.errors import ConfigError
-from semproxy.providers.http import HttpClients
+from semproxy.transport.http import AiohttpTransport
 
 PATH = "routes[0].plugins.ai-proxy-multi.embeddings.model"
 
@@ -41,7 +41,8 @@ def errors_of(embeddings: dict[str, Any]) -> list[str]:
 async def test_no_model_or_wordllama_selects_wordllama(embeddings: dict[str, Any]) -> None:
     spec = spec_of(embeddings)
     assert spec.model == "wordllama"
-    assert EmbedderPool(HttpClients()).get(spec).fingerprint == "local:wordllama-l2_supercat-256"
+    fingerprint = EmbedderPool(AiohttpTransport()).get(spec).fingerprint
+    assert fingerprint == "local:wordllama-l2_supercat-256"
 
 
 def test_an_unknown_local_model_is_a_config_error_on_the_model_field() -> None:
@@ -63,7 +64,7 @@ def test_minilm_without_its_package_is_a_config_error_saying_how_to_install(
 async def test_minilm_selects_the_minilm_embedder_behind_the_cache() -> None:
     spec = spec_of({"provider": "local", "model": "all-MiniLM-L6-v2"})
     assert spec.fingerprint == "local:all-MiniLM-L6-v2@in-process"
-    pool = EmbedderPool(HttpClients())
+    pool = EmbedderPool(AiohttpTransport())
     chain = pool.get(spec)
     assert chain.fingerprint == "local:all-MiniLM-L6-v2-53aa51172d14"
     assert isinstance(chain, CachedEmbedder)

@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 from tests.fakes import FakeLLM
 
-from semproxy.server.run import RunningGateway
+from semproxy.admin.run import RunningGateway
 
 URI = "/v1/chat/completions"
 Upstreams = Callable[..., Awaitable[list[FakeLLM]]]

@@ -8,7 +8,7 @@ import aiohttp
 from tests.conftest import GatewayFactory, chat, instance, route_config
 from tests.fakes import FakeLLM
 
-from semproxy.server.run import RunningGateway
+from semproxy.admin.run import RunningGateway
 
 from .conftest import Upstreams, post, served_by
 

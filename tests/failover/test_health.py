@@ -10,8 +10,8 @@ import aiohttp
 from tests.conftest import GatewayFactory, chat, instance, route_config
 from tests.fakes import FakeLLM
 
+from semproxy.admin.run import RunningGateway
 from semproxy.config.loader import load_data
-from semproxy.server.run import RunningGateway
 
 from .conftest import Upstreams, post, served_by
 

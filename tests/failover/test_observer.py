@@ -22,7 +22,7 @@ class RecordingObserver(SilentObserver):
         assert seconds >= 0
         self.events.append(("attempt", route, instance, outcome))
 
-    def on_fallback(self, route: str, source: str, target: str, cause: str) -> None:
+    def on_failover(self, route: str, source: str, target: str, cause: str) -> None:
         self.events.append(("fallback", route, source, target, cause))
 
     def on_semantic(self, route: str, decision: Decision, prompt: str | None = None) -> None:

@@ -8,7 +8,7 @@ import pytest
 from tests.conftest import instance, route_config
 
 from semproxy.config.loader import load_data
-from semproxy.config.runtime import RetryPolicy
+from semproxy.config.spec import RetryPolicy
 
 
 def policy(**plugin: Any) -> RetryPolicy:

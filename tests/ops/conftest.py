@@ -21,8 +21,8 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from semproxy.admin.run import RunningGateway, start
 from semproxy.config.source import FileSource
-from semproxy.server.run import RunningGateway, start
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -71,7 +71,9 @@ async def test_metrics_cover_requests_latency_tokens_semantic_and_config(
                  reason="matched") == 2
     assert sample(m, "semproxy_semantic_decisions_total", route="sem", instance="default",
                  reason="below_threshold") == 1
-    assert sample(m, "semproxy_embedding_duration_seconds_count", route="sem") == 4
+    # Three prompts were embedded; the repeated one was answered by the decision cache,
+    # which embeds nothing and so adds no duration (issue 23: it used to add one).
+    assert sample(m, "semproxy_embedding_duration_seconds_count", route="sem") == 3
     # The repeated prompt is answered by the decision cache: no embedding lookup at all.
     assert sample(m, "semproxy_semantic_decision_cache_total", route="sem", result="hit") == 1
     assert sample(m, "semproxy_semantic_decision_cache_total", route="sem", result="miss") == 3
@@ -146,3 +148,20 @@ async def test_tokens_of_a_streamed_anthropic_answer_count_input_and_output(
         m = await scrape(http, served.admin)
     assert sample(m, "semproxy_tokens_total", route="na", instance="c", kind="prompt") == 14
     assert sample(m, "semproxy_tokens_total", route="na", instance="c", kind="completion") == 6
+
+
+async def test_decision_cache_hits_add_no_embedding_duration(
+        serve_file: ServeFactory, http: aiohttp.ClientSession) -> None:
+    # The histogram times embedding and scoring a prompt; a repeated prompt is answered
+    # by the decision cache, which does neither, so only the first one is observed.
+    config = route_config(
+        [instance("general", catchall=True), instance("code", examples=["write python"])],
+        route_id="sem", balancer={"algorithm": "semantic", "threshold": 0.5},
+        embeddings={"provider": "local"})
+    served = await serve_file(with_admin(config))
+    for _ in range(3):
+        async with http.post(served.url + CHAT, json=chat("write a python function")) as resp:
+            assert resp.status == 200
+    m = await scrape(http, served.admin)
+    assert sample(m, "semproxy_semantic_decision_cache_total", route="sem", result="hit") == 2
+    assert sample(m, "semproxy_embedding_duration_seconds_count", route="sem") == 1

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from semproxy.config.loader import load_file
-from semproxy.semantic.explain import explain
+from semproxy.runtime.compile import explain
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart.yaml"
 

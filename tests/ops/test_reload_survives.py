@@ -17,9 +17,9 @@ from tests.config.test_yaml_safety import billion_laughs
 from tests.conftest import chat, instance, route_config
 from tests.fakes import FakeLLM
 
+from semproxy.admin.run import start
 from semproxy.config.loader import load_data
-from semproxy.config.runtime import GatewayConfig
-from semproxy.server.run import start
+from semproxy.config.spec import GatewayConfig
 
 from .conftest import ADMIN_KEY, ServeFactory, eventually, sample, scrape, with_admin
 

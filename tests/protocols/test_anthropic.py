@@ -6,7 +6,12 @@ import orjson
 import pytest
 
 from semproxy.errors import BadRequestError
-from semproxy.protocols.anthropic import AnthropicMessages, from_chat, routing_query
+from semproxy.protocols.messages_to_chat import (
+    AnthropicMessages,
+    MessagesToChat,
+    from_chat,
+    routing_query,
+)
 
 
 def parse(**request: object) -> dict[str, object]:
@@ -106,7 +111,7 @@ def test_text_then_tool_call_stream_as_two_blocks_fed_in_runs_of_events() -> Non
         chunk({"tool_calls": [{"index": 0, "function": {"arguments": ": 1}"}}]}),
         chunk({}, "tool_calls"), chunk(usage={"prompt_tokens": 3, "completion_tokens": 7}),
         b"data: [DONE]\n\n"])
-    stream = AnthropicMessages().stream("m")
+    stream = MessagesToChat().events("m")
     events_in = upstream.split(b"\n\n")[:-1]
     runs = [b"\n\n".join(events_in[:2]) + b"\n\n", *(e + b"\n\n" for e in events_in[2:])]
     raw = b"".join(stream.feed(run) for run in runs) + stream.close()
@@ -122,13 +127,13 @@ def test_text_then_tool_call_stream_as_two_blocks_fed_in_runs_of_events() -> Non
 
 
 def test_a_garbled_event_is_skipped_not_fatal() -> None:
-    stream = AnthropicMessages().stream("m")
+    stream = MessagesToChat().events("m")
     out = stream.feed(b"data: {not json\n\n" + chunk({"content": "ok"}))
     assert [name for name, _ in events(out)][-1] == "content_block_delta"
 
 
 def test_a_broken_stream_ends_with_an_anthropic_error_event() -> None:
-    stream = AnthropicMessages().stream("m")
+    stream = MessagesToChat().events("m")
     stream.feed(chunk({"content": "par"}))
     name, data = events(stream.error("gone"))[0]
     assert name == "error"

@@ -12,9 +12,9 @@ from tests.conftest import GatewayFactory, route_config
 from tests.fakes import FakeEmbeddings
 from tests.semantic.conftest import remote_embeddings, specialists
 
+from semproxy.admin.run import RunningGateway
 from semproxy.observability.fanout import FanoutObserver
 from semproxy.observability.metrics import Metrics
-from semproxy.server.run import RunningGateway
 
 
 @pytest.fixture

@@ -8,7 +8,12 @@ import orjson
 import pytest
 
 from semproxy.errors import BadRequestError
-from semproxy.protocols.responses import OpenAIResponses, from_chat, routing_query
+from semproxy.protocols.responses_to_chat import (
+    OpenAIResponses,
+    ResponsesToChat,
+    from_chat,
+    routing_query,
+)
 
 
 def parse(**request: Any) -> dict[str, Any]:
@@ -67,11 +72,11 @@ def test_a_length_stop_is_an_incomplete_response() -> None:
 
 
 def test_a_cut_stream_ends_incomplete_and_a_broken_one_with_an_error_event() -> None:
-    stream = OpenAIResponses().stream("m")
+    stream = ResponsesToChat().events("m")
     body = {"choices": [{"index": 0, "delta": {"content": "ab"}, "finish_reason": "length"}]}
     out = stream.feed(b"data: " + orjson.dumps(body) + b"\n\ndata: [DONE]\n\n")
     assert out.rstrip().split(b"\n")[-2] == b"event: response.incomplete"
-    broken = OpenAIResponses().stream("m")
+    broken = ResponsesToChat().events("m")
     event = broken.error("gone").split(b"\n")
     assert event[0] == b"event: error"
     assert orjson.loads(event[1][6:])["message"] == "gone"

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from semproxy.config.schema import Auth
-from semproxy.providers.http import NetPolicy
 from semproxy.providers.registry import PROVIDERS, embedding_provider_names
+from semproxy.transport.target import NetPolicy
 
 NET = NetPolicy()
 

@@ -23,7 +23,7 @@ from semproxy.quality.tuning import (
     score_all,
     thresholds_to_write,
 )
-from semproxy.semantic.router import router_for
+from semproxy.runtime.compile import router_for
 
 from .test_eval import LABELLED
 

@@ -21,7 +21,7 @@ from semproxy.embeddings import minilm_onnx
 from semproxy.quality.clinc150 import convert
 from semproxy.quality.conversations import load_conversations, rates, route_conversations
 from semproxy.quality.rate import Rate
-from semproxy.semantic.router import router_for
+from semproxy.runtime.compile import router_for
 
 from .conftest import CLINC150, CLINC150_MISSING
 

@@ -15,7 +15,7 @@ from semproxy.quality.conversations import (
     route_conversations,
 )
 from semproxy.quality.labelled import LabelledDataError
-from semproxy.semantic.router import router_for
+from semproxy.runtime.compile import router_for
 
 DATA = Path(__file__).parent / "data/conversations"
 DOMAINS = {"banking", "credit_cards", "kitchen_and_dining", "home", "auto_and_commute",

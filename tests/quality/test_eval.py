@@ -14,8 +14,8 @@ from semproxy.cli import main
 from semproxy.config.loader import load_data, load_text
 from semproxy.quality.evaluate import evaluate, route_batch
 from semproxy.quality.labelled import parse_item
+from semproxy.runtime.compile import router_for
 from semproxy.semantic.query import prompt_input
-from semproxy.semantic.router import router_for
 
 OFF_TOPIC = [
     {"prompt": "who painted the mona lisa", "instance": None},

@@ -14,7 +14,7 @@ from semproxy.cli import main
 from semproxy.config.loader import load_data
 from semproxy.embeddings.local import embed_with, load_model
 from semproxy.quality.examples import Scoring, score_route
-from semproxy.semantic.router import router_for
+from semproxy.runtime.compile import router_for
 
 # Prompts labelled for the quality route: some are far from every example of
 # their own instance (a cooking prompt about knives, a weather prompt about

@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import GatewayFactory, chat, instance, route_config
 from tests.fakes import FakeLLM
 
-from semproxy.server.run import RunningGateway
+from semproxy.admin.run import RunningGateway
 
 from .conftest import CHAT, semantic_route
 from .rawhttp import chat_head, exchange

@@ -18,9 +18,9 @@ import orjson
 import pytest
 from tests.conftest import chat
 
+from semproxy.admin.run import start
 from semproxy.config.loader import load_data
 from semproxy.config.source import FileSource
-from semproxy.server.run import start
 
 from .conftest import CHAT, echo, semantic_route
 

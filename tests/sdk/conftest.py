@@ -8,7 +8,7 @@ import pytest
 from tests.conftest import GatewayFactory, instance, route_config
 from tests.fakes import FakeLLM
 
-from semproxy.server.run import RunningGateway
+from semproxy.admin.run import RunningGateway
 
 
 @pytest.fixture

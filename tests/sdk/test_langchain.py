@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from langchain_openai import ChatOpenAI
 
-from semproxy.server.run import RunningGateway
+from semproxy.admin.run import RunningGateway
 
 
 def model(gw: RunningGateway, **extra: object) -> ChatOpenAI:

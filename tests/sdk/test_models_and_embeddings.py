@@ -11,7 +11,7 @@ from tests.conftest import GatewayFactory, instance, route_config
 from tests.fakes import FakeEmbeddings
 from tests.semantic.conftest import remote_embeddings, specialists
 
-from semproxy.server.run import RunningGateway
+from semproxy.admin.run import RunningGateway
 
 
 def client(gw: RunningGateway) -> openai.AsyncOpenAI:

@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import GatewayFactory, instance, route_config
 from tests.fakes import FakeAnthropic, FakeLLM
 
-from semproxy.server.run import RunningGateway
+from semproxy.admin.run import RunningGateway
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import openai
 import pytest
 from tests.fakes import FakeLLM
 
-from semproxy.server.run import RunningGateway
+from semproxy.admin.run import RunningGateway
 
 
 def client(gw: RunningGateway) -> openai.AsyncOpenAI:

@@ -13,7 +13,7 @@ from multidict import CIMultiDictProxy
 from tests.conftest import instance, route_config
 from tests.fakes import FakeEmbeddings
 
-from semproxy.server.run import RunningGateway
+from semproxy.admin.run import RunningGateway
 
 CHAT = "/v1/chat/completions"
 SEMANTIC_HEADERS = ("X-AI-Semantic-Route", "X-AI-Semantic-Scores", "X-AI-Semantic-Reason",

@@ -17,9 +17,9 @@ from tests.conftest import GatewayFactory, chat, instance, route_config
 
 from semproxy.config.loader import load_data
 from semproxy.embeddings import minilm_onnx
-from semproxy.semantic.explain import explain, explain_with
+from semproxy.runtime.compile import explain, router_for
+from semproxy.semantic.explain import explain_with
 from semproxy.semantic.query import RoutingInput, prompt_input
-from semproxy.semantic.router import router_for
 from semproxy.server.app import Gateway, build_app
 
 from .conftest import BANKING, COOKING, ask

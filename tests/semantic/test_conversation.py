@@ -16,10 +16,10 @@ from tests.fakes import FakeEmbeddings
 from semproxy.config.loader import load_data
 from semproxy.quality.evaluate import evaluate
 from semproxy.quality.labelled import parse_item
+from semproxy.runtime.compile import router_for
 from semproxy.semantic.conversation import has_followup_cue
 from semproxy.semantic.explain import explain_with
 from semproxy.semantic.query import RoutingInput, earlier_turns
-from semproxy.semantic.router import router_for
 
 from .conftest import ask, remote_embeddings, semantic_config
 

@@ -25,9 +25,10 @@ from semproxy.config.loader import load_data
 from semproxy.embeddings import Vectors
 from semproxy.quality.clinc150 import convert
 from semproxy.quality.conversations import load_conversations
+from semproxy.runtime.compile import router_for
 from semproxy.semantic.decision import Decision, decide
 from semproxy.semantic.query import RoutingInput
-from semproxy.semantic.router import SemanticRouter, router_for
+from semproxy.semantic.router import SemanticRouter
 from semproxy.semantic.scorer import PromptScorer, ScoredInstance
 from semproxy.semantic.similarity import rank
 

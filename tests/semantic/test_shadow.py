@@ -11,10 +11,11 @@ import pytest
 from tests.conftest import GatewayFactory, chat, instance, route_config
 from tests.fakes import FakeEmbeddings
 
+from semproxy.admin.run import RunningGateway
 from semproxy.config.loader import load_data
 from semproxy.errors import ConfigError
 from semproxy.observability.metrics import Metrics
-from semproxy.server.run import RunningGateway
+from semproxy.observability.observer import SilentObserver
 from semproxy.server.shadow import BATCH, QUEUE_CAP
 
 from .conftest import ask, remote_embeddings, semantic_config
@@ -169,3 +170,36 @@ async def test_debug_mode_decides_inline_and_puts_the_shadow_in_header_and_acces
               if r.name == "semproxy.access" and r.fields["request_id"] == "shadow-inline-1"]
     assert access and access[0]["shadow_pick"] == "translate"
     assert access[0]["shadow_score"] > 0.5
+
+
+class FailsOnce(SilentObserver):
+    """An observer with a bug that shows once: its first shadow report raises."""
+
+    def __init__(self) -> None:
+        self.shadows: list[str] = []
+
+    def on_shadow(self, route: str, serving: str, decision: Any) -> None:
+        self.shadows.append(decision.pick)
+        if len(self.shadows) == 1:
+            raise RuntimeError("observer bug")
+
+
+async def test_a_dead_shadow_task_is_reported_and_started_again(
+    gateway: GatewayFactory, http: aiohttp.ClientSession, embed: FakeEmbeddings,
+    caplog: pytest.LogCaptureFixture
+) -> None:
+    gw = await gateway(roundrobin_with_shadow(remote_embeddings(embed.url)))
+    observer = gw.gateway.observer = FailsOnce()
+    await ask(http, gw, chat("please write python code"))
+    for _ in range(200):  # the first decision is made, and kills the task
+        if observer.shadows:
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    assert any("shadow decisions stopped" in r.getMessage() for r in caplog.records)
+    await ask(http, gw, chat("please translate this"))
+    for _ in range(200):  # ...and the next request's decision is still made
+        if len(observer.shadows) == 2:
+            break
+        await asyncio.sleep(0.01)
+    assert observer.shadows == ["code", "translate"]

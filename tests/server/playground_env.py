@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from semproxy.admin.run import RunningGateway, start
 from semproxy.config.loader import load_file
 from semproxy.config.source import FileSource
-from semproxy.server.run import RunningGateway, start
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart.yaml"
 ADMIN_KEY = "playground-test-key"

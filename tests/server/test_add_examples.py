@@ -11,7 +11,7 @@ import pytest
 import yaml
 from tests.server.playground_env import ADMIN_KEY, start_playground
 
-from semproxy.server.run import RunningGateway
+from semproxy.admin.run import RunningGateway
 
 KEY = {"X-API-KEY": ADMIN_KEY}
 NEW = "tune my bicycle gears before the race"

@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import GatewayFactory, chat, instance, route_config
 from tests.fakes import FakeLLM
 
-from semproxy.server.run import RunningGateway
+from semproxy.admin.run import RunningGateway
 
 CHAT = "/v1/chat/completions"
 SECRET = "sk-SECRET-do-not-leak"

@@ -14,9 +14,9 @@ import yaml
 from tests.conftest import chat
 from tests.server.playground_env import ADMIN_KEY, LABELLED, quickstart_file, start_playground
 
+from semproxy.admin.run import RunningGateway, start
 from semproxy.config.loader import load_file
 from semproxy.config.source import FileSource
-from semproxy.server.run import RunningGateway, start
 
 KEY = {"X-API-KEY": ADMIN_KEY}
 

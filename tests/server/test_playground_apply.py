@@ -13,7 +13,7 @@ import pytest
 import yaml
 from tests.server.playground_env import ADMIN_KEY, LABELLED, start_playground
 
-from semproxy.server.run import RunningGateway
+from semproxy.admin.run import RunningGateway
 
 KEY = {"X-API-KEY": ADMIN_KEY}
 
@@ -72,7 +72,7 @@ async def test_a_bad_threshold_is_refused_and_the_file_is_untouched(
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("page", ["src/semproxy/server/ui/index.html", "docs/en/playground.md",
+@pytest.mark.parametrize("page", ["src/semproxy/admin/ui/index.html", "docs/en/playground.md",
                                   "docs/zh/playground.md"])
 def test_the_live_tab_hint_and_the_docs_say_when_prompts_are_shown(page: str) -> None:
     # The feed carries the prompt for routes with logging.payloads on

@@ -19,9 +19,9 @@ import orjson
 import pytest
 from tests.server.playground_env import ADMIN_KEY, LABELLED, quickstart_file, start_playground
 
+from semproxy.admin.run import RunningGateway, start
 from semproxy.config.loader import load_file
 from semproxy.config.source import FileSource
-from semproxy.server.run import RunningGateway, start
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
 from selenium.webdriver.common.by import By  # noqa: E402

@@ -8,12 +8,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
+import aiohttp.test_utils
+import aiohttp.web
 import orjson
 import pytest
 from tests.conftest import GatewayFactory, chat, instance, route_config
 from tests.reliability.rawhttp import chat_head
 
-from semproxy.server.run import RunningGateway
+from semproxy.admin.run import RunningGateway
 
 from .playground_env import ADMIN_KEY, start_playground
 
@@ -64,6 +66,26 @@ async def test_a_request_aiohttp_refuses_before_routing_names_semproxy_too(
     assert b"\r\nserver: semproxy\r\n" in head + b"\r\n"
     assert b"\r\nx-content-type-options: nosniff\r\n" in head + b"\r\n"
     assert b"aiohttp" not in head and b"python" not in head
+
+
+async def test_other_aiohttp_servers_in_the_process_are_left_as_they_are(
+    gw: RunningGateway,
+) -> None:
+    # semproxy stamps the answers of its own listeners only: an application embedding
+    # it, or a test server beside it, keeps aiohttp's own error answers.
+    other = aiohttp.test_utils.TestServer(aiohttp.web.Application(), host="127.0.0.1")
+    await other.start_server()
+    try:
+        for server in (gw, other):
+            reader, writer = await asyncio.open_connection(server.host, server.port)
+            writer.write(b"GET / HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n")
+            await writer.drain()
+            head = (await asyncio.wait_for(reader.read(4096), 5)).split(b"\r\n\r\n")[0]
+            writer.close()
+            stamped = b"\r\nserver: semproxy\r\n" in head.lower() + b"\r\n"
+            assert stamped is (server is gw)
+    finally:
+        await other.close()
 
 
 async def test_admin_and_playground_answers_are_stamped_too(admin_gw: RunningGateway) -> None:

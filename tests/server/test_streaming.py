@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import GatewayFactory, chat, instance, route_config
 from tests.fakes import FakeLLM
 
-from semproxy.server.run import RunningGateway
+from semproxy.admin.run import RunningGateway
 
 CHAT = "/v1/chat/completions"
 

@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import chat
 from tests.fakes.raw import RawServer, Script, answer
 
-from semproxy.server.run import RunningGateway
+from semproxy.admin.run import RunningGateway
 
 URI = "/v1/chat/completions"
 Raw = Callable[..., Awaitable[RawServer]]

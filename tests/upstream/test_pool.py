@@ -73,3 +73,27 @@ def test_user_and_password_beside_an_authorization_header_are_refused_at_load() 
         load_data(config, {})
     assert any(e.startswith("routes[0].plugins.ai-proxy-multi.instances[0]:")
                and "user:password" in e for e in caught.value.errors)
+
+
+async def test_at_most_keepalive_pool_idle_connections_stay_open_per_origin(
+    gateway: GatewayFactory, raw: Raw
+) -> None:
+    async def slow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
+        await asyncio.sleep(0.1)
+        writer.write(ok("fine"))
+
+    up = await raw(slow)
+    gw = await gateway(route_config([instance("a", up.url)], keepalive_pool=2))
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
+        async def one() -> int:
+            async with http.post(f"{gw.url}{URI}", json=chat("hi")) as resp:
+                await resp.read()
+                return resp.status
+
+        assert await asyncio.gather(*(one() for _ in range(6))) == [200] * 6
+    assert up.connections == 6  # six at once: six connections
+    for _ in range(100):  # the surplus ones are closed as they come back to the pool
+        if up.open <= 2:
+            break
+        await asyncio.sleep(0.01)
+    assert up.open == 2

@@ -20,9 +20,9 @@ import yaml
 from pydantic import ValidationError
 
 from semproxy.config.masking import mask_secrets
-from semproxy.config.runtime import GatewayConfig, build
 from semproxy.config.schema import Root
 from semproxy.config.secrets import expand
+from semproxy.config.spec import GatewayConfig, build
 from semproxy.errors import ConfigError
 from semproxy.observability.logging import redact
 from semproxy.types import is_deeper_than

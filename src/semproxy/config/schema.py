@@ -312,7 +312,10 @@ class RouteSettings(Strict):
     timeout: int = Field(default=30000, ge=1)
     keepalive: bool = True
     keepalive_timeout: int = Field(default=60000, ge=1000)
-    keepalive_pool: int = Field(default=30, ge=1)
+    # APISIX's default is 30; unset, every idle connection is kept (up to
+    # max_connections_per_origin), as semproxy always did: closing the surplus would
+    # cost a new connection per request beyond 30 in flight.
+    keepalive_pool: int | None = Field(default=None, ge=1)
     ssl_verify: bool = True
     attempt_timeout: int | None = Field(default=None, ge=1)
     max_resp_body_size: int = Field(default=32 * 1024 * 1024, ge=1)

@@ -20,7 +20,7 @@ import yaml
 
 from semproxy.config.etcd import EtcdClient, EtcdCompacted, EtcdError
 from semproxy.config.loader import load_data, load_file, parse_document
-from semproxy.config.runtime import GatewayConfig
+from semproxy.config.spec import GatewayConfig
 
 log = logging.getLogger("semproxy.config")
 

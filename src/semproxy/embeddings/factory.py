@@ -18,16 +18,15 @@ from semproxy.embeddings.cache import CachedEmbedder
 from semproxy.embeddings.registry import DEFAULT_LOCAL_MODEL, LOCAL_MODELS
 from semproxy.embeddings.remote import RemoteEmbedder
 from semproxy.embeddings.strong import StrongWorker
-from semproxy.providers.base import EmbeddingsProvider
-from semproxy.providers.http import HttpClients, Target
+from semproxy.transport.base import Transport
+from semproxy.transport.target import Target
 
 
 @dataclass(frozen=True, slots=True)
 class EmbeddingSpec:
     provider: str  # "local" or an HTTP provider name
     model: str | None  # for "local", always the name of a LOCAL_MODELS entry
-    client: EmbeddingsProvider | None  # None for the in-process model
-    target: Target | None
+    target: Target | None  # None for the in-process model
     cache_size: int
     breaker_failures: int
     breaker_cooldown_s: float
@@ -39,9 +38,9 @@ class EmbeddingSpec:
 
 
 class EmbedderPool:
-    def __init__(self, clients: HttpClients,
+    def __init__(self, transport: Transport,
                  on_cache_lookup: Callable[[bool], None] | None = None) -> None:
-        self._clients = clients
+        self._transport = transport
         self._on_cache_lookup = on_cache_lookup  # metrics of the prompt-embedding caches
         self._chains: dict[str, Embedder] = {}
         self.breakers: dict[str, CircuitBreaker] = {}
@@ -62,7 +61,7 @@ class EmbedderPool:
         thread with live traffic and so wait behind every live prompt.
         """
         build = LOCAL_MODELS[spec.model or DEFAULT_LOCAL_MODEL].strong \
-            if spec.client is None else None
+            if spec.target is None else None
         if build is None:
             return None
         embedder = build().for_batches() if batch_work else build()
@@ -71,14 +70,14 @@ class EmbedderPool:
 
     def _build(self, spec: EmbeddingSpec) -> Embedder:
         inner: Embedder
-        if spec.client is None or spec.target is None:
+        if spec.target is None:
             model = LOCAL_MODELS[spec.model or DEFAULT_LOCAL_MODEL]
             inner = model.build()
             # A vector-cache lookup costs about as much as a wordllama embedding;
             # repeated prompts are answered earlier, by the selector's decision cache.
             worth_caching = model.cached
         else:
-            remote = RemoteEmbedder(spec.client, spec.target, self._clients, spec.fingerprint)
+            remote = RemoteEmbedder(spec.target, self._transport, spec.fingerprint)
             breaker = CircuitBreaker(spec.breaker_failures, spec.breaker_cooldown_s)
             self.breakers[spec.fingerprint] = breaker
             inner = BreakerEmbedder(remote, breaker)

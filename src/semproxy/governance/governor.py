@@ -27,8 +27,7 @@ from dataclasses import dataclass
 
 from semproxy.governance.governor_stores import StoreSet
 from semproxy.governance.model import Hold, Limit, Scope, Settle, Unit
-from semproxy.governance.plan import GovernancePlan, RoutePolicy
-from semproxy.governance.plan_limits import resolve_key
+from semproxy.governance.plan import GovernancePlan, RoutePolicy, resolve_key
 from semproxy.governance.pricing import FREE, Price
 from semproxy.governance.reservation import (
     Placed,

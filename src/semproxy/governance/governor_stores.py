@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from semproxy.governance.health import StoreHealth
 from semproxy.governance.memory_store import MemoryStore
 from semproxy.governance.model import Settle
-from semproxy.governance.plan import GovernancePlan
-from semproxy.governance.plan_limits import StoreSpec
+from semproxy.governance.plan import GovernancePlan, StoreSpec
 from semproxy.governance.redis_store import RedisStore
 from semproxy.governance.sqlite_store import SqliteStore
 from semproxy.governance.store import CounterStore, SpendEntry, StoreError

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import asyncio
 
-from semproxy.config.runtime import GatewayConfig
 from semproxy.governance.governor import Governor
 from semproxy.governance.governor_stores import StoreSet
+from semproxy.governance.plan import GovernancePlan
 from semproxy.governance.pricing import to_money
 from semproxy.governance.spend import allowances, spend
 
 
-def run_spend(config: GatewayConfig, by: str, period: str, consumer: str | None) -> int:
-    plan = config.governance
+def run_spend(plan: GovernancePlan | None, by: str, period: str, consumer: str | None) -> int:
     if plan is None or plan.ledger is None:
         print("no spend ledger: the config has no limits or prices, or governance.ledger is none")
         return 1

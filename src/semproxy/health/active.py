@@ -6,6 +6,11 @@ outcomes are counted per kind: ``healthy.successes`` successes in a row mark it
 healthy, and ``unhealthy.http_failures`` / ``timeouts`` / ``tcp_failures`` failures
 of one kind in a row mark it unhealthy. A success resets every failure counter; any
 failure resets the success counter. Statuses in neither list count as nothing.
+
+HTTP probes go through the transport, to a target made from the instance's own
+(its proxy, its TLS files, the route's limits) with the probe's URL, headers,
+timeout and certificate check, and a fresh connection each time. A TCP probe
+only opens a connection to the instance's host and port.
 """
 
 from __future__ import annotations
@@ -13,15 +18,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Literal
 
-import aiohttp
 from yarl import URL
 
 from semproxy.config.schema import ActiveChecks
+from semproxy.errors import UpstreamConnectError, UpstreamError, UpstreamTimeoutError
 from semproxy.health.state import HealthState
+from semproxy.transport.base import Transport
+from semproxy.transport.http import AiohttpTransport
+from semproxy.transport.target import NetPolicy, Target
 
 log = logging.getLogger("semproxy.health")
 
@@ -88,80 +96,86 @@ def parse_headers(lines: list[str], host: str | None) -> dict[str, str]:
     return headers
 
 
+def probe_target(instance: Target, checks: ActiveChecks) -> Target:
+    """The target an HTTP probe calls: the instance's, with the probe's URL and headers,
+    its timeout as the deadline of the whole probe, its certificate check, and a new
+    connection per probe (a pooled keep-alive socket can outlive a restart or hide a
+    listener that no longer accepts connections; a fresh connect is what a probe tests).
+    """
+    url = probe_url(instance.url, checks)
+    net = replace(instance.net, timeout_s=checks.timeout, attempt_timeout_s=checks.timeout,
+                  keepalive=False, ssl_verify=checks.https_verify_certificate)
+    return Target(url=str(url), headers=parse_headers(checks.req_headers, checks.host),
+                  net=net, label=f"health probe of {instance.label or url.host}")
+
+
 @dataclass(slots=True)
 class _Probe:
     """Everything one instance's probe loop needs, resolved once at construction."""
 
     name: str
     checks: ActiveChecks
-    url: URL
-    headers: dict[str, str]
+    target: Target
     tally: ProbeTally
     healthy: bool = True
-    timeout: aiohttp.ClientTimeout = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.timeout = aiohttp.ClientTimeout(total=self.checks.timeout)
-
-
-def fresh_connection_session() -> aiohttp.ClientSession:
-    """A session that opens a new connection per probe.
-
-    A pooled keep-alive socket can outlive a restart or hide a listener that no
-    longer accepts connections; a fresh connect is what the probe means to test.
-    """
-    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True))
 
 
 class ActiveChecker:
     """Probe every target in the background and report verdicts to ``state``.
 
-    ``targets`` maps an instance name to (its base URL, its active checks).
-    ``interval_scale`` multiplies the configured intervals, which the schema keeps
-    to whole seconds; values below 1 probe more often. The checker owns the
-    session ``session_factory`` makes and closes it in `stop`.
+    ``targets`` maps an instance name to (its target, or just its base URL, and its
+    active checks). Probes go through ``transport``; without one the checker opens
+    its own and closes it in `stop`. ``interval_scale`` multiplies the configured
+    intervals, which the schema keeps to whole seconds; values below 1 probe more
+    often. At most ``checks.concurrency`` probes are in flight at once (the smallest
+    value among the targets: one checker serves one route).
     """
 
     def __init__(
         self,
         state: HealthState,
-        targets: Mapping[str, tuple[str, ActiveChecks]],
-        session_factory: Callable[[], aiohttp.ClientSession] = fresh_connection_session,
+        targets: Mapping[str, tuple[Target | str, ActiveChecks]],
+        transport: Transport | None = None,
         interval_scale: float = 1.0,
     ) -> None:
         if interval_scale <= 0:
             raise ValueError("interval_scale must be positive")
         self._state = state
         self._probes = [self._resolve(name, *target) for name, target in targets.items()]
-        self._session_factory = session_factory
+        self._transport = transport
+        self._owned: Transport | None = None
         self._interval_scale = interval_scale
-        self._session: aiohttp.ClientSession | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._concurrency = min((c.concurrency for _, c in targets.values()), default=1)
+        self._slots: asyncio.Semaphore | None = None
 
     def start(self) -> None:
         """Start one probe task per target. Call from a running event loop."""
         if self._tasks:
             return
-        self._session = self._session_factory()
+        if self._transport is None:
+            self._transport = self._owned = AiohttpTransport()
+        self._slots = asyncio.Semaphore(self._concurrency)
         for probe in self._probes:
             task = asyncio.create_task(self._run(probe), name=f"health-probe:{probe.name}")
             self._tasks.append(task)
 
     async def stop(self) -> None:
-        """Cancel the probe tasks, wait for them to end and close the session."""
+        """Cancel the probe tasks, wait for them to end and close a transport of its own."""
         tasks, self._tasks = self._tasks, []
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
+        owned, self._owned = self._owned, None
+        if owned is not None:
+            self._transport = None
+            await owned.aclose()
 
     @staticmethod
-    def _resolve(name: str, base_url: str, checks: ActiveChecks) -> _Probe:
-        url = probe_url(base_url, checks)
-        headers = parse_headers(checks.req_headers, checks.host)
-        return _Probe(name, checks, url, headers, ProbeTally(checks))
+    def _resolve(name: str, target: Target | str, checks: ActiveChecks) -> _Probe:
+        if isinstance(target, str):
+            target = Target(url=target, headers={}, net=NetPolicy())
+        return _Probe(name, checks, probe_target(target, checks), ProbeTally(checks))
 
     async def _run(self, probe: _Probe) -> None:
         while True:
@@ -182,27 +196,24 @@ class ActiveChecker:
             log.warning("health probe of %s failed unexpectedly", probe.name, exc_info=True)
 
     async def _probe(self, probe: _Probe) -> Outcome:
-        if probe.checks.type == "tcp":
-            return await _probe_tcp(probe)
-        return await self._probe_http(probe)
+        if self._slots is None:
+            raise RuntimeError("ActiveChecker is not started")
+        async with self._slots:
+            if probe.checks.type == "tcp":
+                return await _probe_tcp(probe)
+            return await self._probe_http(probe)
 
     async def _probe_http(self, probe: _Probe) -> Outcome:
-        if self._session is None:
-            raise RuntimeError("ActiveChecker is not started")
-        request = self._session.get(
-            probe.url,
-            headers=probe.headers,
-            timeout=probe.timeout,
-            allow_redirects=False,  # a 302 is itself a verdict (healthy by default)
-            ssl=probe.checks.https_verify_certificate,
-        )
+        assert self._transport is not None
         try:
-            async with request as response:
-                return _classify(response.status, probe.checks)
-        except TimeoutError:  # aiohttp's timeout errors subclass it: test before ClientError
+            # A redirect is not followed: a 302 is itself a verdict (healthy by default).
+            reply = await self._transport.get(probe.target)
+        except (UpstreamTimeoutError, TimeoutError):
             return "timeout"
-        except (aiohttp.ClientError, OSError):
+        except (UpstreamConnectError, UpstreamError, OSError):
             return "tcp_failure"
+        reply.release()
+        return _classify(reply.status, probe.checks)
 
 
 def _classify(status: int, checks: ActiveChecks) -> Outcome:
@@ -214,7 +225,8 @@ def _classify(status: int, checks: ActiveChecks) -> Outcome:
 
 
 async def _probe_tcp(probe: _Probe) -> Outcome:
-    host, port = probe.url.host, probe.url.port
+    url = URL(probe.target.url)
+    host, port = url.host, url.port
     try:
         async with asyncio.timeout(probe.checks.timeout):
             _, writer = await asyncio.open_connection(host, port)

@@ -15,21 +15,21 @@ import contextvars
 import itertools
 import time
 from collections import deque
-from collections.abc import Mapping
 from typing import Any
 
-from semproxy.semantic.decision import Decision
+from semproxy.observability.observer import DecisionView, RequestObserver, shadow_fields
+from semproxy.types import Usage
 
 Entry = dict[str, Any]
 # seq, time, route, instance, status, seconds, decision, prompt: kept as a tuple and
 # turned into an `Entry` only when someone reads it (most rows never are).
-Row = tuple[int, float, str, str, int, float, "Decision | None", "str | None"]
+Row = tuple[int, float, str, str, int, float, "DecisionView | None", "str | None"]
 LISTENER_BACKLOG = 1000
 SHADOW_KEYS = ("agree", "disagree", "errors", "dropped")
 PROMPT_CHARS = 500  # enough to recognise a prompt in the live view
 
 
-class DecisionLog:
+class DecisionLog(RequestObserver):
     def __init__(self, size: int = 200) -> None:
         self._rows: deque[Row] = deque(maxlen=size)
         self._listeners: set[asyncio.Queue[Entry]] = set()
@@ -39,7 +39,7 @@ class DecisionLog:
         self.shadow_counts: dict[str, list[int]] = {}
         self._shadows: deque[Entry] = deque(maxlen=size)
         # The decision of the request running in this task, until its response.
-        self._pending: contextvars.ContextVar[tuple[Decision, str | None] | None] = \
+        self._pending: contextvars.ContextVar[tuple[DecisionView, str | None] | None] = \
             contextvars.ContextVar("semproxy_pending_decision", default=None)
 
     def listen(self) -> asyncio.Queue[Entry]:
@@ -78,12 +78,12 @@ class DecisionLog:
                     queue.put_nowait(built)
 
     # -- RequestObserver ---------------------------------------------------
-    def on_semantic(self, route: str, decision: Decision, prompt: str | None = None) -> None:
+    def on_semantic(self, route: str, decision: DecisionView, prompt: str | None = None
+                    ) -> None:
         self._pending.set((decision, prompt))
 
     def on_response(self, route: str, instance: str, status: int, seconds: float,
-                    ttft: float | None, usage: Mapping[str, int] | None,
-                    protocol: str = "chat") -> None:
+                    ttft: float | None, usage: Usage | None, protocol: str = "chat") -> None:
         pending = self._pending.get()
         if pending is not None:
             self._pending.set(None)
@@ -93,29 +93,12 @@ class DecisionLog:
         self.record((next(self._seq), time.time(), route, instance, status, seconds, decision,
                      prompt))
 
-    def on_attempt(self, route: str, instance: str, outcome: str, seconds: float) -> None:
-        pass
-
-    def on_fallback(self, route: str, source: str, target: str, cause: str) -> None:
-        pass
-
-    def on_embedding(self, route: str, seconds: float, decision_cached: bool | None) -> None:
-        pass
-
-    def on_embedding_cache(self, hit: bool) -> None:
-        pass
-
-    def on_health(self, route: str, instance: str, healthy: bool) -> None:
-        pass
-
-    def on_shadow(self, route: str, serving: str, decision: Decision) -> None:
+    def on_shadow(self, route: str, serving: str, decision: DecisionView) -> None:
         counts = self.shadow_counts.setdefault(route, [0, 0, 0, 0])
         scored = bool(decision.ranking)
         counts[0 if scored and decision.pick == serving else 1 if scored else 2] += 1
-        top = decision.top_score
         built: Entry = {"kind": "shadow", "at": round(time.time(), 3), "route": route,
-                        "serving": serving, "shadow_pick": decision.pick,
-                        "shadow_score": None if top is None else round(top, 4),
+                        "serving": serving, **shadow_fields(decision),
                         "agree": decision.pick == serving if scored else None,
                         "counts": dict(zip(SHADOW_KEYS, counts, strict=True))}
         self._shadows.append(built)
@@ -126,7 +109,7 @@ class DecisionLog:
 
 
 def entry(seq: int, at: float, route: str, instance: str, status: int, seconds: float,
-          decision: Decision | None, prompt: str | None = None) -> Entry:
+          decision: DecisionView | None, prompt: str | None = None) -> Entry:
     top = None if decision is None else decision.top_score
     row: Entry = {
         "seq": seq, "at": round(at, 3), "route": route,

@@ -6,13 +6,11 @@ playground's decision log listen at once without the path knowing either.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from semproxy.observability.observer import RequestObserver
-from semproxy.semantic.decision import Decision
+from semproxy.observability.observer import DecisionView, RequestObserver
+from semproxy.types import Usage
 
 
-class FanoutObserver:
+class FanoutObserver(RequestObserver):
     def __init__(self, *observers: RequestObserver) -> None:
         self.observers = observers
 
@@ -20,15 +18,17 @@ class FanoutObserver:
         for o in self.observers:
             o.on_attempt(route, instance, outcome, seconds)
 
-    def on_fallback(self, route: str, source: str, target: str, cause: str) -> None:
+    def on_failover(self, route: str, source: str, target: str, cause: str) -> None:
         for o in self.observers:
-            o.on_fallback(route, source, target, cause)
+            o.on_failover(route, source, target, cause)
 
-    def on_semantic(self, route: str, decision: Decision, prompt: str | None = None) -> None:
+    def on_semantic(self, route: str, decision: DecisionView, prompt: str | None = None
+                    ) -> None:
         for o in self.observers:
             o.on_semantic(route, decision, prompt)
 
-    def on_embedding(self, route: str, seconds: float, decision_cached: bool | None) -> None:
+    def on_embedding(self, route: str, seconds: float | None, decision_cached: bool | None
+                     ) -> None:
         for o in self.observers:
             o.on_embedding(route, seconds, decision_cached)
 
@@ -37,8 +37,7 @@ class FanoutObserver:
             o.on_embedding_cache(hit)
 
     def on_response(self, route: str, instance: str, status: int, seconds: float,
-                    ttft: float | None, usage: Mapping[str, int] | None,
-                    protocol: str = "chat") -> None:
+                    ttft: float | None, usage: Usage | None, protocol: str = "chat") -> None:
         for o in self.observers:
             o.on_response(route, instance, status, seconds, ttft, usage, protocol)
 
@@ -46,7 +45,7 @@ class FanoutObserver:
         for o in self.observers:
             o.on_health(route, instance, healthy)
 
-    def on_shadow(self, route: str, serving: str, decision: Decision) -> None:
+    def on_shadow(self, route: str, serving: str, decision: DecisionView) -> None:
         for o in self.observers:
             o.on_shadow(route, serving, decision)
 

@@ -23,7 +23,9 @@ from prometheus_client import (
 )
 from prometheus_client import multiprocess as mp
 
-from semproxy.semantic.decision import Decision
+from semproxy.observability.observer import DecisionView, RequestObserver
+from semproxy.observability.tokens import COMPLETION, PROMPT, TOTAL
+from semproxy.types import Usage
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 FAST_BUCKETS = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1, 3)
@@ -45,7 +47,7 @@ def use_multiprocess_dir(path: str | Path) -> None:
     values.ValueClass = values.get_value_class()  # type: ignore[no-untyped-call]
 
 
-class Metrics:
+class Metrics(RequestObserver):
     """All gateway metrics; one instance per worker, owned by the gateway."""
 
     def __init__(self) -> None:
@@ -132,13 +134,14 @@ class Metrics:
         self._child(self.attempts, route, instance, outcome).inc()
         self._child(self.upstream, route, instance).observe(seconds)
 
-    def on_fallback(self, route: str, source: str, target: str, cause: str) -> None:
+    def on_failover(self, route: str, source: str, target: str, cause: str) -> None:
         self.failovers.labels(route, source, target, cause).inc()
 
-    def on_semantic(self, route: str, decision: Decision, prompt: str | None = None) -> None:
+    def on_semantic(self, route: str, decision: DecisionView, prompt: str | None = None
+                    ) -> None:
         self._child(self.semantic, route, decision.pick, decision.reason).inc()
 
-    def on_shadow(self, route: str, serving: str, decision: Decision) -> None:
+    def on_shadow(self, route: str, serving: str, decision: DecisionView) -> None:
         if not decision.ranking:  # not scored (embedding failed): no pick to compare
             self._child(self.shadow_errors, route, decision.reason).inc()
             return
@@ -150,8 +153,10 @@ class Metrics:
         self._child(self.shadow_dropped, route).inc()
 
     # -- the rest of the gateway -------------------------------------------
-    def on_embedding(self, route: str, seconds: float, decision_cached: bool | None) -> None:
-        self._child(self.embedding, route).observe(seconds)
+    def on_embedding(self, route: str, seconds: float | None, decision_cached: bool | None
+                     ) -> None:
+        if seconds is not None:  # a decision-cache hit embedded nothing: not a duration
+            self._child(self.embedding, route).observe(seconds)
         if decision_cached is not None:
             self._child(self.decision_cache, route, "hit" if decision_cached else "miss").inc()
 
@@ -159,14 +164,19 @@ class Metrics:
         self._child(self.cache, "hit" if hit else "miss").inc()
 
     def on_response(self, route: str, instance: str, status: int, seconds: float,
-                    ttft: float | None, usage: Mapping[str, int] | None,
-                    protocol: str = "chat") -> None:
+                    ttft: float | None, usage: Usage | None, protocol: str = "chat") -> None:
         self._child(self.requests, route, instance, str(status), protocol).inc()
         self._child(self.latency, route).observe(seconds)
         if ttft is not None:
             self._child(self.ttft, route, instance).observe(ttft)
-        for kind, count in (usage or {}).items():
-            self._child(self.tokens, route, instance, kind).inc(count)
+        if usage is not None:  # the kinds of observability/tokens.py
+            given, made = usage.input, usage.output
+            if given:
+                self._child(self.tokens, route, instance, PROMPT).inc(given)
+            if made:
+                self._child(self.tokens, route, instance, COMPLETION).inc(made)
+            if given + made:
+                self._child(self.tokens, route, instance, TOTAL).inc(given + made)
 
     def on_health(self, route: str, instance: str, healthy: bool) -> None:
         self.healthy.labels(route, instance).set(1 if healthy else 0)

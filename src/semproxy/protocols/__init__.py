@@ -1,8 +1,7 @@
-"""Client protocols the gateway speaks besides OpenAI Chat Completions.
+"""Client protocols and the converters between them.
 
-Inside the gateway every request is a Chat Completions body: an inbound
-protocol turns its own request into one (`parse`), and turns the upstream's
-Chat Completions answer, whole or streamed, back into its own shape
-(`reply`, `stream`), errors included. Chat Completions itself passes through
-untouched, so the common case pays nothing for the others.
+Inside the gateway every request is a Chat Completions body: a client
+protocol parses its own request into one, and a converter carries it to an
+upstream that speaks another protocol and its answer (whole or streamed)
+back, reporting the token usage it read. The tables are `registry.py`.
 """

@@ -1,4 +1,11 @@
-"""What every inbound protocol provides to the request path."""
+"""What every client protocol and every converter provides to the request path.
+
+A client protocol (`ClientProtocol`) parses a request into the gateway's terms
+(`Parsed`: a Chat Completions body, the user's words) and renders errors in its
+own shape. A converter (`Converter`) carries requests from one protocol to
+another and their answers back, whole or streamed (`EventConverter`), and
+reports the token usage it read on the way.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ from typing import Any, Protocol
 
 from semproxy.errors import BadRequestError
 from semproxy.semantic.query import RoutingInput
+from semproxy.types import JSONObject, Usage
 
 
 @dataclass(slots=True)
@@ -27,11 +35,32 @@ class Parsed:
     unsupported: BadRequestError | None = None
 
 
-class StreamTranslator(Protocol):
-    """Turns an upstream Chat Completions event stream into a protocol's events."""
+class ClientProtocol(Protocol):
+    """One inbound protocol: its requests in, its errors out."""
 
-    def feed(self, chunk: bytes) -> bytes:
-        """The protocol's bytes for this upstream chunk (possibly none yet)."""
+    name: str  # the `protocol` label of metrics and access-log lines
+
+    def parse(self, body: bytes) -> Parsed: ...
+
+    def error(self, status: int, message: str, type_: str, code: str | None) -> bytes:
+        """An error body in this protocol's shape."""
+
+
+class EventConverter(Protocol):
+    """One streamed answer's events, from a converter's target protocol to its source's.
+
+    `usage` is what the events read so far reported (None before any count);
+    `done` turns true once the stream's terminal event was seen.
+    """
+
+    @property
+    def usage(self) -> Usage | None: ...
+
+    @property
+    def done(self) -> bool: ...
+
+    def feed(self, events: bytes) -> bytes:
+        """The source protocol's bytes for a run of complete events (possibly none yet)."""
 
     def close(self) -> bytes:
         """The closing events once the upstream stream ended normally."""
@@ -40,18 +69,24 @@ class StreamTranslator(Protocol):
         """An in-stream error event, for an upstream that broke mid-stream."""
 
 
-class ClientProtocol(Protocol):
-    """One inbound protocol: request in, answer and errors out, in its own shapes."""
+class Converter(Protocol):
+    """Requests from `source` to `target`, and their answers back from `target` to `source`.
 
-    name: str  # the `protocol` label of metrics and access-log lines
+    An identity converter (`source == target`) changes nothing and only reads the
+    usage of the answers it is given.
+    """
 
-    def parse(self, body: bytes) -> Parsed: ...
+    source: str
+    target: str
 
-    def reply(self, body: bytes) -> bytes:
-        """A successful upstream answer (Chat Completions JSON) in this protocol."""
+    def request(self, body: JSONObject) -> JSONObject: ...
 
-    def stream(self, model: str | None) -> StreamTranslator | None:
-        """A translator for a streamed answer; None relays the upstream bytes as they are."""
+    def answer(self, body: bytes) -> tuple[bytes, Usage | None]:
+        """A successful whole answer in the source protocol, and the usage it reported.
+        Raises `UpstreamError` for a body that is not an answer of the target protocol."""
 
-    def error(self, status: int, message: str, type_: str, code: str | None) -> bytes:
-        """An error body in this protocol's shape."""
+    def error(self, status: int, body: bytes) -> bytes:
+        """An upstream error body (status >= 400) in the source protocol's shape."""
+
+    def events(self, model: str | None) -> EventConverter:
+        """A converter for one streamed answer; `model` is the one the client asked for."""

@@ -1,7 +1,7 @@
 """Server-sent events in and out: the `data:` payloads of complete upstream
 events, and an event rendered for a client.
 
-Translators are fed what `providers.sse.sse_events` yields: runs of whole
+Converters are fed what `transport.sse.sse_events` yields: runs of whole
 events (the reader keeps an unfinished event until its blank line arrives and
 bounds it in size and time), so nothing here waits for the rest of an event.
 """
@@ -13,6 +13,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import orjson
+
+from semproxy.protocols.usage import chat_usage
+from semproxy.types import Usage
 
 DONE = None  # what `decoded` yields for OpenAI's `data: [DONE]`
 
@@ -45,12 +48,23 @@ class ChunkTranslator(ABC):
     """The loop both stream translators share: every Chat Completions chunk in a
     run of upstream events becomes the client protocol's events (`_chunk`), the
     end marker closes them (`_end`), and `close` ends a stream that had no marker
-    (opening it first, `_start`, when nothing came at all). Each is idempotent."""
+    (opening it first, `_start`, when nothing came at all). Each is idempotent.
+    On the way it keeps the usage chunk's counts (`usage`) and whether the end
+    marker came (`done`), as every `EventConverter` does."""
+
+    usage: Usage | None = None
+    done: bool = False
 
     def feed(self, chunk: bytes) -> bytes:
         out = bytearray()
         for event in decoded(chunk):
-            out += self._end() if event is DONE else self._chunk(event)
+            if event is DONE:
+                self.done = True
+                out += self._end()
+                continue
+            if event.get("usage"):
+                self.usage = chat_usage(event["usage"]) or self.usage
+            out += self._chunk(event)
         return bytes(out)
 
     def close(self) -> bytes:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from semproxy.config.runtime import RouteSpec
+from semproxy.config.spec import RouteSpec
 
 AUTO = "auto"
 

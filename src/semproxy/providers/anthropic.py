@@ -1,10 +1,11 @@
 """Anthropic through its OpenAI SDK compatibility endpoint (chat only)."""
 
-from semproxy.providers.base import OpenAIStyleProvider
+from types import MappingProxyType
+
+from semproxy.providers.base import Provider
 
 
-class AnthropicProvider(OpenAIStyleProvider):
+class AnthropicProvider(Provider):
     name = "anthropic"
     base_url = "https://api.anthropic.com"
-    chat_path = "/v1/chat/completions"
-    embeddings_path = None
+    paths = MappingProxyType({"chat": "/v1/chat/completions"})

@@ -5,12 +5,16 @@ which case the deployment is taken from `options.model`. Auth is the `api-key`
 header (`auth.header: {api-key: ...}`).
 """
 
-from semproxy.providers.base import OpenAIStyleProvider
+from types import MappingProxyType
+
+from semproxy.providers.base import Provider
 
 
-class AzureOpenAIProvider(OpenAIStyleProvider):
+class AzureOpenAIProvider(Provider):
     name = "azure-openai"
     base_url = None
-    chat_path = "/openai/deployments/{model}/chat/completions?api-version=2024-10-21"
-    embeddings_path = "/openai/deployments/{model}/embeddings?api-version=2024-10-21"
+    paths = MappingProxyType({
+        "chat": "/openai/deployments/{model}/chat/completions?api-version=2024-10-21",
+        "embeddings": "/openai/deployments/{model}/embeddings?api-version=2024-10-21",
+    })
     sends_model = False

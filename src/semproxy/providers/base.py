@@ -1,84 +1,26 @@
-"""The provider contract and the one base class every OpenAI-style provider shares.
+"""A provider is a declaration: which protocols it speaks natively, where, and how to authenticate.
 
-A provider turns "send this chat body to this instance" into an upstream reply.
 Most providers speak the OpenAI wire format and differ only in base URL, paths
-and small quirks, so they are declarations on `OpenAIStyleProvider`. Embedding
-support is a separate, optional capability (`EmbeddingsProvider`).
+and small quirks, so each is a few lines on `Provider`. Nothing here sends a
+request or reads an answer: `targets` turns a declaration and an instance's
+settings into one `Target` per protocol the provider speaks, once, when the
+config loads; the request path sends to them through the transport and
+converts bodies with the protocols room's converters, which this module never
+imports (protocols are named by their registry names: "chat", "messages",
+"embeddings").
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Any, ClassVar
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
-import numpy as np
-import orjson
+from semproxy.transport.target import NetPolicy, Target, safe_label
 
-from semproxy.errors import EmbeddingError, UpstreamError, UpstreamTimeoutError
-from semproxy.providers.embeddings_response import parse_embeddings_response
-from semproxy.providers.http import HttpClients, NetPolicy, Target
-
-
-class Reply(Protocol):
-    """An upstream answer whose body may still be arriving."""
-
-    status: int
-    content_type: str
-
-    async def read(self) -> bytes: ...
-
-    def iter_chunks(self) -> AsyncIterator[bytes]: ...
-
-    def release(self) -> None: ...
-
-    def abort(self) -> None: ...
-
-
-class ChatProvider(Protocol):
-    def target(
-        self, endpoint: str | None, auth: Any, model: str | None, net: NetPolicy
-    ) -> Target: ...
-
-    async def chat(self, clients: HttpClients, target: Target, body: dict[str, Any],
-                   request_id: str = "") -> Reply: ...
-
-
-@runtime_checkable
-class EmbeddingsProvider(Protocol):
-    def embeddings_target(
-        self, endpoint: str | None, auth: Any, model: str | None, net: NetPolicy
-    ) -> Target: ...
-
-    async def embed(
-        self, clients: HttpClients, target: Target, texts: Sequence[str]
-    ) -> np.ndarray: ...
-
-
-@runtime_checkable
-class EmbeddingsRelay(Protocol):
-    """Serves clients' own `POST /v1/embeddings` requests (an embeddings route)."""
-
-    def relays_embeddings(self) -> bool: ...
-
-    def embeddings_target(
-        self, endpoint: str | None, auth: Any, model: str | None, net: NetPolicy
-    ) -> Target: ...
-
-    async def relay_embeddings(self, clients: HttpClients, target: Target, body: dict[str, Any],
-                               request_id: str = "") -> Reply: ...
-
-
-@runtime_checkable
-class NativeRelay(Protocol):
-    """Speaks a client protocol natively: a request in that protocol goes as it is."""
-
-    native_protocol: ClassVar[str]  # the ClientProtocol name, e.g. "messages"
-
-    async def relay_native(self, clients: HttpClients, target: Target, body: dict[str, Any],
-                           request_id: str = "") -> Reply: ...
+OPENAI_PATHS = MappingProxyType({"chat": "/v1/chat/completions", "embeddings": "/v1/embeddings"})
 
 
 def join_url(endpoint: str, path: str) -> str:
@@ -103,28 +45,23 @@ def join_url(endpoint: str, path: str) -> str:
     return endpoint
 
 
-def safe_label(url: str) -> str:
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}{parts.path}"
-
-
 @dataclass(frozen=True)
-class OpenAIStyleProvider:
-    """A provider that speaks the OpenAI chat/embeddings wire format.
+class Provider:
+    """The declaration every provider is: subclasses set the class variables only.
 
-    Subclasses only declare: `name`, `base_url` (None when the user must give an
-    endpoint), `chat_path`, `embeddings_path` (None: no embeddings capability)
-    and `sends_model` (False when the model lives in the URL, as on Azure).
+    `paths` maps each protocol the provider speaks natively to its API path (a
+    `{model}` in it is the instance's `options.model`); its first entry is the
+    provider's own protocol. `base_url` is None when the user must give an
+    endpoint; `sends_model` is False when the model lives in the URL (Azure);
+    `headers` are sent unless the instance's auth sets the same name.
     """
 
     name: ClassVar[str] = "openai"
     base_url: ClassVar[str | None] = "https://api.openai.com"
-    chat_path: ClassVar[str] = "/v1/chat/completions"
-    embeddings_path: ClassVar[str | None] = "/v1/embeddings"
+    paths: ClassVar[Mapping[str, str]] = OPENAI_PATHS
     sends_model: ClassVar[bool] = True
-    instance: str = ""  # the instance this provider object serves (used in messages)
+    headers: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    instance: str = ""  # the instance this declaration was resolved for
 
     @classmethod
     def needs_endpoint(cls) -> bool:
@@ -132,66 +69,41 @@ class OpenAIStyleProvider:
 
     @classmethod
     def has_embeddings(cls) -> bool:
-        return cls.embeddings_path is not None
+        """It can embed the prompts semantic routing compares (`embeddings.provider`)."""
+        return "embeddings" in cls.paths
 
-    def relays_embeddings(self) -> bool:
-        return self.embeddings_path is not None
+    def base(self, endpoint: str | None) -> str:
+        base = endpoint or self.base_url
+        assert base is not None  # config load requires an endpoint for these providers
+        return base
+
+    def targets(self, endpoint: str | None, auth: Any, model: str | None, net: NetPolicy
+                ) -> dict[str, Target]:
+        """One target per protocol spoken natively, in `paths` order."""
+        return {protocol: self._target(endpoint, path, auth, model, net)
+                for protocol, path in self.paths.items()}
 
     def target(self, endpoint: str | None, auth: Any, model: str | None, net: NetPolicy) -> Target:
-        return self._target(endpoint, self.chat_path, auth, model, net)
+        """The target of the provider's own protocol (its first path)."""
+        return next(iter(self.targets(endpoint, auth, model, net).values()))
 
     def embeddings_target(
         self, endpoint: str | None, auth: Any, model: str | None, net: NetPolicy
-    ) -> Target:
-        assert self.embeddings_path is not None  # config load rejects providers without it
-        return self._target(endpoint, self.embeddings_path, auth, model, net)
+    ) -> Target | None:
+        path = self.paths.get("embeddings")
+        return None if path is None else self._target(endpoint, path, auth, model, net)
 
     def _target(
         self, endpoint: str | None, path: str, auth: Any, model: str | None, net: NetPolicy
     ) -> Target:
-        base = endpoint or self.base_url
-        assert base is not None  # config load requires an endpoint for these providers
-        url = join_url(base, path.format(model=model or ""))
+        url = join_url(self.base(endpoint), path.format(model=model or ""))
         label = safe_label(url)
         if auth.query:
             url += ("&" if "?" in url else "?") + urlencode(auth.query)
-        headers = {"Content-Type": "application/json", **auth.header}
+        given = {name.lower() for name in auth.header}
+        defaults = {k: v for k, v in self.headers.items() if k.lower() not in given}
+        headers = {"Content-Type": "application/json", **defaults, **auth.header}
         return Target(url=url, headers=headers, net=net, model=model, label=label)
 
-    def shape_body(self, body: dict[str, Any]) -> dict[str, Any]:
-        if not self.sends_model:
-            body.pop("model", None)
-        if body.get("stream") is True:
-            # Ask for the usage chunk so token counts are known for streams too.
-            opts = body.get("stream_options")
-            body["stream_options"] = {**(opts if isinstance(opts, dict) else {}),
-                                      "include_usage": True}
-        return body
-
-    async def chat(self, clients: HttpClients, target: Target, body: dict[str, Any],
-                   request_id: str = "") -> Reply:
-        return await clients.post(target, orjson.dumps(self.shape_body(body)), request_id)
-
-    async def relay_embeddings(self, clients: HttpClients, target: Target, body: dict[str, Any],
-                               request_id: str = "") -> Reply:
-        if not self.sends_model:
-            body.pop("model", None)
-        return await clients.post(target, orjson.dumps(body), request_id)
-
-    async def embed(self, clients: HttpClients, target: Target, texts: Sequence[str]) -> np.ndarray:
-        payload: dict[str, Any] = {"input": list(texts)}
-        if target.model:
-            payload["model"] = target.model
-        try:
-            # Routing waits on this call, so it gets one deadline for the whole
-            # exchange, unlike chat whose timeout bounds each read of a stream.
-            async with asyncio.timeout(target.net.timeout_s):
-                reply = await clients.post(target, orjson.dumps(payload))
-                raw = await reply.read()
-        except UpstreamTimeoutError as exc:
-            raise EmbeddingError("embedding endpoint timed out", "embedding_timeout") from exc
-        except UpstreamError as exc:
-            raise EmbeddingError(f"embedding endpoint failed: {exc.message}") from exc
-        except TimeoutError as exc:
-            raise EmbeddingError("embedding endpoint timed out", "embedding_timeout") from exc
-        return parse_embeddings_response(reply.status, raw, len(texts))
+    def with_instance(self, instance: str) -> Provider:
+        return replace(self, instance=instance)

@@ -1,10 +1,11 @@
 """DeepSeek's OpenAI-compatible API (chat only)."""
 
-from semproxy.providers.base import OpenAIStyleProvider
+from types import MappingProxyType
+
+from semproxy.providers.base import Provider
 
 
-class DeepSeekProvider(OpenAIStyleProvider):
+class DeepSeekProvider(Provider):
     name = "deepseek"
     base_url = "https://api.deepseek.com"
-    chat_path = "/chat/completions"
-    embeddings_path = None
+    paths = MappingProxyType({"chat": "/chat/completions"})

@@ -1,10 +1,12 @@
 """Google Gemini through its OpenAI-compatible endpoint."""
 
-from semproxy.providers.base import OpenAIStyleProvider
+from types import MappingProxyType
+
+from semproxy.providers.base import Provider
 
 
-class GeminiProvider(OpenAIStyleProvider):
+class GeminiProvider(Provider):
     name = "gemini"
     base_url = "https://generativelanguage.googleapis.com"
-    chat_path = "/v1beta/openai/chat/completions"
-    embeddings_path = "/v1beta/openai/embeddings"
+    paths = MappingProxyType({"chat": "/v1beta/openai/chat/completions",
+                              "embeddings": "/v1beta/openai/embeddings"})

@@ -1,8 +1,8 @@
 """Mistral's API (OpenAI wire format for chat and embeddings)."""
 
-from semproxy.providers.base import OpenAIStyleProvider
+from semproxy.providers.base import Provider
 
 
-class MistralProvider(OpenAIStyleProvider):
+class MistralProvider(Provider):
     name = "mistral"
     base_url = "https://api.mistral.ai"

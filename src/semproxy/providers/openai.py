@@ -1,7 +1,7 @@
 """OpenAI itself: the reference wire format."""
 
-from semproxy.providers.base import OpenAIStyleProvider
+from semproxy.providers.base import Provider
 
 
-class OpenAIProvider(OpenAIStyleProvider):
+class OpenAIProvider(Provider):
     name = "openai"

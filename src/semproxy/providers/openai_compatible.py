@@ -3,9 +3,9 @@
 There is no public default host, so `override.endpoint` is required.
 """
 
-from semproxy.providers.base import OpenAIStyleProvider
+from semproxy.providers.base import Provider
 
 
-class OpenAICompatibleProvider(OpenAIStyleProvider):
+class OpenAICompatibleProvider(Provider):
     name = "openai-compatible"
     base_url = None

@@ -1,10 +1,12 @@
 """OpenRouter: many vendors' models behind one OpenAI-compatible API."""
 
-from semproxy.providers.base import OpenAIStyleProvider
+from types import MappingProxyType
+
+from semproxy.providers.base import Provider
 
 
-class OpenRouterProvider(OpenAIStyleProvider):
+class OpenRouterProvider(Provider):
     name = "openrouter"
     base_url = "https://openrouter.ai"
-    chat_path = "/api/v1/chat/completions"
-    embeddings_path = "/api/v1/embeddings"
+    paths = MappingProxyType({"chat": "/api/v1/chat/completions",
+                              "embeddings": "/api/v1/embeddings"})

@@ -9,7 +9,7 @@ from __future__ import annotations
 from semproxy.providers.anthropic import AnthropicProvider
 from semproxy.providers.anthropic_messages import AnthropicMessagesProvider
 from semproxy.providers.azure_openai import AzureOpenAIProvider
-from semproxy.providers.base import OpenAIStyleProvider
+from semproxy.providers.base import Provider
 from semproxy.providers.deepseek import DeepSeekProvider
 from semproxy.providers.echo import EchoProvider
 from semproxy.providers.gemini import GeminiProvider
@@ -18,9 +18,7 @@ from semproxy.providers.openai import OpenAIProvider
 from semproxy.providers.openai_compatible import OpenAICompatibleProvider
 from semproxy.providers.openrouter import OpenRouterProvider
 
-ProviderClass = type[OpenAIStyleProvider] | type[EchoProvider]
-
-PROVIDERS: dict[str, ProviderClass] = {
+PROVIDERS: dict[str, type[Provider]] = {
     cls.name: cls
     for cls in (
         OpenAIProvider, OpenAICompatibleProvider, AzureOpenAIProvider, DeepSeekProvider,

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import orjson
 
-from semproxy.cli import tool_config
 from semproxy.config.edit import add_examples, set_thresholds
-from semproxy.config.runtime import GatewayConfig
+from semproxy.config.loader import load_file
+from semproxy.config.spec import GatewayConfig
 from semproxy.embeddings.factory import EmbedderPool
-from semproxy.providers.http import HttpClients
 from semproxy.quality import calibrate as cal
 from semproxy.quality.evaluate import evaluate, rate_lines, render
 from semproxy.quality.labelled import LabelledPrompt, check_labels, load_jsonl
@@ -29,7 +28,17 @@ from semproxy.quality.tuning import (
     score_all,
     thresholds_to_write,
 )
-from semproxy.semantic.router import router_for
+from semproxy.runtime.compile import router_for
+from semproxy.transport.http import AiohttpTransport
+
+
+def tool_config(path: str) -> GatewayConfig:
+    """The config of a command that calls no upstream (explain, eval, calibrate, tune):
+    an unset `${VAR}` is a warning, not an error; warnings go to stderr as plain lines."""
+    config = load_file(path, allow_unset=True)
+    for warning in config.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return config
 
 
 def run_eval(args: argparse.Namespace) -> int:
@@ -172,12 +181,12 @@ async def _tune(args: argparse.Namespace) -> int:
     if route is None or route.semantic is None:
         raise ValueError(f"no semantic route with id {args.route!r}")
     items = load_jsonl(args.data)
-    clients = HttpClients()
+    transport = AiohttpTransport()
     try:
-        embedder = EmbedderPool(clients).get(route.semantic.embeddings)
+        embedder = EmbedderPool(transport).get(route.semantic.embeddings)
         found = await propose_examples(route, embedder, items, args.count, args.folds)
     finally:
-        await clients.aclose()
+        await transport.aclose()
     print(render_tune(found, args.count))
     if args.write:
         text = Path(args.config).read_text(encoding="utf-8")

@@ -21,11 +21,11 @@ from pathlib import Path
 import orjson
 
 from semproxy.config.loader import load_file
-from semproxy.config.runtime import GatewayConfig
+from semproxy.config.spec import GatewayConfig
 from semproxy.quality.evaluate import Evaluation, evaluate
 from semproxy.quality.labelled import LabelledDataError, LabelledPrompt, load_jsonl
 from semproxy.quality.rate import Rate
-from semproxy.semantic.router import router_for
+from semproxy.runtime.compile import router_for
 
 KINDS = ("clear", "near_miss", "out_of_scope")
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from semproxy.config.runtime import RouteSpec
+from semproxy.config.spec import RouteSpec
 from semproxy.embeddings import Embedder
 from semproxy.quality import calibrate as cal
 from semproxy.quality.examples import Pick, Scoring, choose, score_route

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from semproxy.config.runtime import RouteSpec
+from semproxy.config.spec import RouteSpec
 from semproxy.quality import calibrate as cal
 from semproxy.quality.evaluate import CHUNK
 from semproxy.quality.labelled import LabelledPrompt
@@ -89,7 +89,7 @@ def measure(router: SemanticRouter, scored: Scored, thresholds: Sequence[float],
             rows: np.ndarray) -> Confusion:
     """The decisions the router's own rule makes with these thresholds, as a confusion matrix."""
     labels, neg = scored.labels, scored.negative
-    got = [router.decide(scored.scores[i], None if neg is None else neg[i], thresholds).pick
+    got = [router.rule(scored.scores[i], None if neg is None else neg[i], thresholds).pick
            for i in rows]
     return Confusion.from_names(labels, [labels[e] for e in scored.expected[rows]], got)
 

@@ -80,7 +80,8 @@ class Decision:
         return made
 
 
-def fallback(catchall: str, reason: str) -> Decision:
+def to_catchall(catchall: str, reason: str) -> Decision:
+    """The decision that serves the catchall without scores (`reason` says why)."""
     return Decision(pick=catchall, reason=reason)
 
 

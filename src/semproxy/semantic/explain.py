@@ -1,19 +1,17 @@
 """`semproxy explain` and the admin explain endpoint: the gateway's decision, spelled out.
 
 It runs the very router a request would use (same embedder chain, same
-thresholds, same decision cache when it is the live one) and calls no LLM.
+thresholds, same decision cache when it is the live one) and calls no LLM;
+`runtime.compile.explain` builds one apart from any gateway for the CLI.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 from typing import Any
 
-from semproxy.config.runtime import GatewayConfig
-from semproxy.errors import EmbeddingError
-from semproxy.semantic.query import RoutingInput, prompt_input
-from semproxy.semantic.router import SemanticRouter, router_for
+from semproxy.semantic.query import RoutingInput
+from semproxy.semantic.router import SemanticRouter
 from semproxy.semantic.similarity import margin
 
 
@@ -42,17 +40,6 @@ async def explain_with(router: SemanticRouter, query: RoutingInput) -> dict[str,
                                     strict=False)
         ],
     }
-
-
-async def explain(config: GatewayConfig, route_id: str, prompt: str) -> dict[str, Any]:
-    """`semproxy explain`: a router of its own, with every stage the route uses loaded
-    first (the strong one of `model: accurate` too), as a started gateway has them."""
-    async with router_for(config, route_id) as router:
-        # An embedding failure here is shown as the gateway would meet it: routing
-        # falls back (`route` tries again and reports the reason).
-        with contextlib.suppress(EmbeddingError):
-            await router.references()
-        return await explain_with(router, prompt_input(prompt))
 
 
 def exact(threshold: float) -> str:

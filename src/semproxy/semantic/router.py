@@ -3,7 +3,8 @@
 The gateway (one request at a time, failing open), `semproxy explain`, `eval`,
 `calibrate` and the playground (batches, failing loudly) all hold a
 `SemanticRouter` built by `open_router`, so they embed, score and decide the
-same way. Nothing here knows about HTTP.
+same way. Nothing here knows about HTTP: the embedders are handed in
+(`runtime/compile.py` builds them for the gateway and for `router_for`).
 """
 
 from __future__ import annotations
@@ -11,20 +12,17 @@ from __future__ import annotations
 import logging
 import math
 from collections import Counter, OrderedDict
-from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from semproxy.config.runtime import GatewayConfig, RouteSpec, SemanticSpec
+from semproxy.config.spec import RouteSpec, SemanticSpec
 from semproxy.embeddings import Embedder
 from semproxy.embeddings.cache import bounded_key
-from semproxy.embeddings.factory import EmbedderPool
-from semproxy.errors import BadRequestError, EmbeddingError, NotFoundError
+from semproxy.errors import BadRequestError, EmbeddingError
 from semproxy.observability.logging import log_line
-from semproxy.providers.http import HttpClients
 from semproxy.semantic import conversation
 from semproxy.semantic.cascade import COMPLETE_STAGES, CascadeScorer, StrongState
 from semproxy.semantic.decision import (
@@ -33,7 +31,7 @@ from semproxy.semantic.decision import (
     Decision,
     decide,
     decide_row,
-    fallback,
+    to_catchall,
 )
 from semproxy.semantic.query import RoutingInput, earlier_turns
 from semproxy.semantic.scorer import PromptScorer, References, ScoredInstance
@@ -102,7 +100,7 @@ class SemanticRouter:
         """`model: accurate`: whether the strong stage can decide; None without one."""
         return None if self.cascade is None else self.cascade.strong_state
 
-    def decide(self, scores: np.ndarray | list[float],
+    def rule(self, scores: np.ndarray | list[float],
                negative: np.ndarray | list[float] | None = None,
                thresholds: Sequence[float] | None = None) -> Decision:
         """The route's rule on one row of scores (its own thresholds unless others are tried)."""
@@ -142,11 +140,11 @@ class SemanticRouter:
         if self.cascade is None and (not query.earlier or self.spec.conversation is None):
             # One turn (what `_turns` gives here) on a one-stage route: the common request.
             if not query.text:
-                return Routed(fallback(self.spec.catchall, NO_USER_TEXT), None)
+                return Routed(to_catchall(self.spec.catchall, NO_USER_TEXT), None)
             return await self._route_one(query.text)
         turns = self._turns(query)
         if not turns or not turns[-1]:
-            return Routed(fallback(self.spec.catchall, NO_USER_TEXT), None)
+            return Routed(to_catchall(self.spec.catchall, NO_USER_TEXT), None)
         remembered = [self._remembered(t) for t in turns]
         missing = [t for t, seen in zip(turns, remembered, strict=True) if seen is None]
         try:
@@ -185,10 +183,10 @@ class SemanticRouter:
         if isinstance(exc, EmbeddingError):
             log.warning("semantic routing: %s on route %s, serving %s", exc, self.route_id,
                         self.spec.catchall)
-            return Routed(fallback(self.spec.catchall, exc.reason), None)
+            return Routed(to_catchall(self.spec.catchall, exc.reason), None)
         log.warning("semantic routing: unexpected %s on route %s, serving %s",
                     type(exc).__name__, self.route_id, self.spec.catchall)
-        return Routed(fallback(self.spec.catchall, "embedding_error"), None)
+        return Routed(to_catchall(self.spec.catchall, "embedding_error"), None)
 
     @staticmethod
     def _warn_fallback(decision: Decision) -> None:
@@ -254,7 +252,7 @@ class SemanticRouter:
         out: dict[str, conversation.Turn] = {}
         for row, text in enumerate(texts):
             values = scores[row].tolist()
-            decision = self.decide(values, None if negative is None else negative[row],
+            decision = self.rule(values, None if negative is None else negative[row],
                                    refs[row].thresholds)
             near = None if generic is None else float(generic[row])
             out[text] = (decision, values, self._near(text, decision, refs[row], near))
@@ -298,7 +296,7 @@ class SemanticRouter:
         texts = list(dict.fromkeys(t for ts in turns for t in ts if t))
         own = self._own_turns(texts, *(await self._score_turns(texts))[:4]) if texts else {}
         return [self._conversation([own[t] for t in ts]) if ts and ts[-1]
-                else fallback(self.spec.catchall, NO_USER_TEXT) for ts in turns]
+                else to_catchall(self.spec.catchall, NO_USER_TEXT) for ts in turns]
 
 
 def strong_readiness(routers: Iterable[SemanticRouter]) -> StrongState | None:
@@ -332,24 +330,3 @@ def open_router(route: RouteSpec, embedder: Embedder, strong: Embedder | None = 
         fast, PromptScorer(instances, strong, spec.aggregation, spec.k, followups=followups))
     return SemanticRouter(route.id, spec, fast, cascade)
 
-
-@asynccontextmanager
-async def router_for(config: GatewayConfig, route_id: str) -> AsyncIterator[SemanticRouter]:
-    """A route's router built apart from any running gateway (CLI, playground batches).
-
-    It gets its own embedder chain, so a batch never evicts the live prompt
-    cache; its HTTP clients are closed on exit.
-    """
-    route = next((r for r in config.routes if r.id == route_id), None)
-    if route is None:
-        raise NotFoundError(f"no route with id {route_id!r}")
-    if route.semantic is None:
-        raise BadRequestError(f"route {route_id!r} does not use semantic balancing")
-    clients = HttpClients()
-    try:
-        pool = EmbedderPool(clients)
-        embeddings = route.semantic.embeddings
-        # Batch work: the strong stage (model: accurate) waits behind live prompts.
-        yield open_router(route, pool.get(embeddings), pool.strong(embeddings, batch_work=True))
-    finally:
-        await clients.aclose()

@@ -1,8 +1,9 @@
-"""The gateway application: one aiohttp app per worker, holding the live route table.
+"""The gateway application: one aiohttp app per worker, holding the live config version.
 
-`Gateway` owns the shared HTTP client, the embedder pool, the request observer
-and the current `RouteTable` with its active health checkers; swapping the table
-is a single attribute assignment, so a request keeps the version it started with.
+`Gateway` owns the transport, the request observer, the shadow runner and the
+current `Version` (route table, with its active health checkers and embedder
+pool, and each route's pipeline); swapping it is a single attribute
+assignment, so a request keeps the version it started with.
 """
 
 from __future__ import annotations
@@ -10,22 +11,24 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import orjson
-from aiohttp import web, web_protocol
+from aiohttp import web
 from aiohttp.web_urldispatcher import _default_expect_handler
 
-from semproxy.config.runtime import GatewayConfig
-from semproxy.embeddings.factory import EmbedderPool
+from semproxy.config.spec import GatewayConfig
 from semproxy.errors import GatewayError, PayloadTooLargeError
 from semproxy.observability.metrics import Metrics
 from semproxy.observability.observer import RequestObserver, SilentObserver
-from semproxy.providers.http import HttpClients
+from semproxy.runtime.compile import compile_table
+from semproxy.runtime.routes import RouteTable
 from semproxy.semantic.router import strong_readiness
-from semproxy.server.handler import REQUEST_ID, handle
-from semproxy.server.routes import RouteTable
+from semproxy.server.listener import ANSWER_HEADERS
+from semproxy.server.pipeline import Version, handle
 from semproxy.server.shadow import ShadowRunner
+from semproxy.transport.base import Transport
+from semproxy.transport.pool import check_pool_guard
+from semproxy.transport.schemes import SchemeTransport
 
 log = logging.getLogger("semproxy.server")
 
@@ -37,22 +40,27 @@ CLIENT_MAX_SIZE = 1 << 40
 
 
 class Gateway:
-    def __init__(self, config: GatewayConfig,
-                 observer: RequestObserver | None = None) -> None:
-        self.clients = HttpClients()
+    def __init__(self, config: GatewayConfig, observer: RequestObserver | None = None,
+                 transport: Transport | None = None) -> None:
+        self.transport: Transport = transport or SchemeTransport()
         self.observer: RequestObserver = observer or SilentObserver()
-        self.table = RouteTable(config, self._pool(), self.observer)
-        self.shadows = ShadowRunner(self.observer)
+        self.version = self._compile(config)
+        self.shadows = ShadowRunner()
 
-    def _pool(self) -> EmbedderPool:
-        return EmbedderPool(self.clients, self.observer.on_embedding_cache)
+    def _compile(self, config: GatewayConfig) -> Version:
+        return Version.of(compile_table(config, self.transport, self.observer), self.transport)
+
+    @property
+    def table(self) -> RouteTable:
+        return self.version.table
 
     @property
     def config(self) -> GatewayConfig:
         return self.table.config
 
     async def start(self) -> None:
-        """Warm the first table and start its active health checks."""
+        """Check the upstream pool guard, warm the first table and start its health checks."""
+        await check_pool_guard()  # fail at start, not on the first hostile upstream
         await self.table.warm()
         self.table.start_checks()
 
@@ -62,11 +70,11 @@ class Gateway:
         The new table's health checks start before the swap; the old table's stop
         after it. Health state is per version: the new one starts all healthy.
         """
-        table = RouteTable(config, self._pool(), self.observer)
-        await table.warm()
-        table.start_checks()
-        old, self.table = self.table, table
-        await old.stop_checks()
+        version = self._compile(config)
+        await version.table.warm()
+        version.table.start_checks()
+        old, self.version = self.version, version
+        await old.table.stop_checks()
         log.info("config version %s active (%d routes)", config.version, len(config.routes))
 
     def report(self, metrics: Metrics) -> None:
@@ -79,12 +87,12 @@ class Gateway:
             metrics.on_health_snapshot(route.spec.id, route.health.snapshot())
 
     async def proxy(self, request: web.Request) -> web.StreamResponse:
-        return await handle(request, self.table, self.clients, self.observer, self.shadows)
+        return await handle(request, self.version, self.observer, self.shadows)
 
     async def aclose(self) -> None:
         await self.shadows.aclose()
         await self.table.stop_checks()
-        await self.clients.aclose()
+        await self.transport.aclose()
 
 
 def json_response(data: object, status: int = 200) -> web.Response:
@@ -92,13 +100,14 @@ def json_response(data: object, status: int = 200) -> web.Response:
 
 
 async def answer_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Every failure leaves as an OpenAI-shaped JSON error; never a traceback."""
+    """Every failure leaves as an OpenAI-shaped JSON error; never a traceback.
+
+    The request path renders its own errors in the client's protocol
+    (`relay.error_response`); this catches what escapes any handler."""
     try:
         return await handler(request)
     except GatewayError as exc:
-        rid = request.get(REQUEST_ID)
-        return web.Response(body=exc.body(), status=exc.status, content_type="application/json",
-                            headers={"X-Request-Id": rid} if rid else None)
+        return web.Response(body=exc.body(), status=exc.status, content_type="application/json")
     except web.HTTPException as exc:
         err = GatewayError(exc.reason)
         return web.Response(body=err.body(), status=exc.status,
@@ -110,33 +119,6 @@ async def answer_errors(request: web.Request, handler: Handler) -> web.StreamRes
 
 
 error_middleware = web.middleware(answer_errors)
-
-# Every answer names the gateway without versions (aiohttp's default banner is
-# `Python/3.11 aiohttp/3.x`: a free hint for anyone matching known flaws), and no
-# browser may guess a JSON error or an event stream to be HTML.
-ANSWER_HEADERS = {"Server": "semproxy", "X-Content-Type-Options": "nosniff"}
-
-
-def stamp_library_answers() -> None:
-    """Answers aiohttp writes itself before any route runs (a malformed request line
-    or header: 400) skip `on_response_prepare`; its `RequestHandler.handle_error`
-    builds them, so it is wrapped once per process to add the same headers. The
-    wrapper only adds headers to the response the library built."""
-    handler = web_protocol.RequestHandler
-    original = getattr(handler, "handle_error", None)
-    if original is None:
-        raise RuntimeError("aiohttp's RequestHandler.handle_error is gone: check how this "
-                           "aiohttp version answers requests it cannot parse")
-    if getattr(original, "semproxy_stamped", False):
-        return
-
-    def handle_error(self: Any, *args: Any, **kwargs: Any) -> web.StreamResponse:
-        response: web.StreamResponse = original(self, *args, **kwargs)
-        response.headers.update(ANSWER_HEADERS)
-        return response
-
-    handle_error.semproxy_stamped = True  # type: ignore[attr-defined]
-    handler.handle_error = handle_error  # type: ignore[method-assign]
 
 
 async def stamp_headers(request: web.Request, response: web.StreamResponse) -> None:
@@ -211,6 +193,5 @@ def build_app(gateway: Gateway, is_source_ok: Callable[[], bool] | None = None
     app.router.add_route("*", "/{tail:.*}", guarded(gateway.proxy),
                          expect_handler=expect_continue(gateway))
     app.on_response_prepare.append(stamp_headers)
-    stamp_library_answers()
     app.on_cleanup.append(on_cleanup)
     return app

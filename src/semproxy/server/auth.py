@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from aiohttp import web
 
-from semproxy.config.runtime import RouteSpec
+from semproxy.config.spec import RouteSpec
 from semproxy.errors import UnauthorizedError
 
 

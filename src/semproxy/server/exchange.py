@@ -1,39 +1,39 @@
-"""The record of one request: what was chosen, tried and answered, and how long it took.
+"""The record of one request, filled in phase by phase, and what a phase answers with.
 
-The handler fills it in as the request moves along; `finish` turns it into
-metrics and the one access-log line per request. Nothing here holds secrets:
-headers are never copied in, and payloads only when the route's
-`logging.payloads` asks for them.
+Every phase reads and writes the `Exchange`: enter sets the route, consumer
+and parsed request; admit may add response headers and instance gates; route
+sets the decision, candidates and first pick; call the attempts; relay the
+status, usage and whether the answer was complete; account reads it all.
+Nothing here holds secrets: headers are never copied in, and payloads only
+when the route's `logging.payloads` asks for them.
+
+A phase that ends the request early returns an `Answer` (a stored reply for
+the relay to send); one that refuses raises a `GatewayError`, whose `headers`
+go out with the error. Either way every phase's accounting still runs.
 """
 
 from __future__ import annotations
 
 import itertools
-import logging
 import os
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Set
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-import orjson
 from aiohttp import web
 
-from semproxy.observability.logging import log_line
 from semproxy.observability.observer import RequestObserver
-from semproxy.protocols.contract import ClientProtocol, Parsed
+from semproxy.protocols.contract import ClientProtocol, Converter, Parsed
+from semproxy.runtime.legs import Leg, LegTable
+from semproxy.runtime.routes import Candidates, RouteState
 from semproxy.semantic.decision import Decision
-from semproxy.server.inbound import CHAT
-from semproxy.server.routes import RouteState
+from semproxy.transport.base import Reply
+from semproxy.transport.target import NetPolicy
+from semproxy.types import Usage
 
-access_log = logging.getLogger("semproxy.access")
-
-# Token counts by their name in Chat Completions, and in Anthropic's answers
-# (relayed as they are from a native instance).
-USAGE_KEYS = {"prompt_tokens": "prompt", "completion_tokens": "completion",
-              "total_tokens": "total", "input_tokens": "prompt", "output_tokens": "completion"}
-MAX_LOGGED_PAYLOAD = 4096
 MAX_REQUEST_ID = 128
-MAX_PENDING_LINE = 64 * 1024  # a usage event is far smaller; longer lines are not kept
+DEFAULT_NET = NetPolicy()
 
 
 @dataclass(slots=True)
@@ -48,26 +48,105 @@ class Attempt:
 
 
 @dataclass(slots=True)
+class Answer:
+    """What the relay sends: an upstream's reply, or one a phase made (a cache hit).
+
+    `speaks` reads the reply (its usage, and a stream's events into Chat
+    Completions); `back` turns Chat Completions into the client's protocol
+    (None: nothing to turn). `body` is the whole answer when it was read already
+    (and read by `speaks`); None for a stream, or a stored answer not read yet.
+    """
+
+    reply: Reply
+    speaks: Converter
+    back: Converter | None = None
+    body: bytes | None = None
+    content_type: str | None = None  # of a whole answer; None keeps the reply's
+    net: NetPolicy = DEFAULT_NET  # bounds a stream's events in size and time
+    label: str = "upstream"
+
+
+class StreamTap(Protocol):
+    """Listens to a relayed stream (the response cache storing it, a budget counting it):
+    registered on `Exchange.taps` before the relay; costs nothing while none is."""
+
+    def events(self, data: bytes, protocol: str) -> None:
+        """A run of complete events as the upstream sent them, in `protocol`."""
+
+    def end(self, usage: Usage | None, complete: bool) -> None:
+        """The stream ended: the usage it reported, whether its terminal event came."""
+
+
+class InstanceGate(Protocol):
+    """Keeps an instance out of one request's failover loop (an instance out of its own
+    quota), the way an unhealthy one is: asked for each candidate before its attempt."""
+
+    async def allows(self, exchange: Exchange, instance: str) -> bool: ...
+
+
 class Exchange:
-    request_id: str
-    started: float = field(default_factory=time.monotonic)
+    """The record of one request (see the module docstring for who writes what).
+
+    A plain class: the fields below are class-level defaults, and an instance holds
+    only what was set on it, so a request pays for the fields it uses; `__init__`
+    sets the few every request has.
+    """
+
     route: RouteState | None = None
     consumer: str | None = None
+    model: str | None = None  # as the client wrote it (never the configured one)
+    parsed: Parsed | None = None
+    hash_key: str | None = None  # chash routes: the request's key
     decision: Decision | None = None
     shadow: Decision | None = None  # the shadow table's decision, when made inline
-    attempts: list[Attempt] = field(default_factory=list)
+    legs: LegTable | None = None  # how each instance serves this request's protocol
+    candidates: Candidates | None = None
+    skip: Set[str] = frozenset()  # never tried: unhealthy, or unable to serve it
+    pick: str | None = None  # the first candidate: the call starts there
+    leg: Leg | None = None  # the leg of the answer being relayed
+    source: str = "upstream"  # who answered: "upstream", or the phase that did
     status: int = 0
     ttft: float | None = None
-    usage: dict[str, int] | None = None
-    model: str | None = None
-    payload: dict[str, Any] | None = None
-    parsed: Parsed | None = None
-    response_body: bytes | None = None
-    protocol: ClientProtocol = CHAT
+    usage: Usage | None = None
+    complete: bool = False  # a whole answer, or a stream whose terminal event came
+    response_body: bytes | None = None  # as relayed (payload logging)
+    headers: dict[str, str] | None = None  # added to every answer (rate-limit headers)
+    taps: list[StreamTap] | None = None
+    gates: list[InstanceGate] | None = None
+
+    def __init__(self, request_id: str, protocol: ClientProtocol,
+                 observer: RequestObserver) -> None:
+        self.request_id = request_id
+        self.protocol = protocol
+        self.observer = observer
+        self.started = time.monotonic()
+        self.attempts: list[Attempt] = []
+        # Read by every request whether set or not: on the instance, a read is one step.
+        self.decision = self.shadow = None
+        self.gates = self.taps = self.headers = None
 
     @property
     def instance(self) -> str:
         return self.attempts[-1].instance if self.attempts else "-"
+
+    @property
+    def payload(self) -> dict[str, Any] | None:
+        """The request as a Chat Completions (or embeddings) body."""
+        return None if self.parsed is None else self.parsed.payload
+
+    def end_user(self) -> str | None:
+        """The end user the client names: OpenAI's `user`, Anthropic's `metadata.user_id`
+        (the Messages parse maps it to `user`; a request only a native instance can take
+        keeps it in its own body)."""
+        parsed = self.parsed
+        if parsed is None:
+            return None
+        user = parsed.payload.get("user")
+        if isinstance(user, str):
+            return user
+        metadata = (parsed.native or {}).get("metadata")
+        user = metadata.get("user_id") if isinstance(metadata, dict) else None
+        return user if isinstance(user, str) else None
 
 
 class _IdSource:
@@ -99,111 +178,3 @@ def request_id(request: web.Request) -> str:
     if 0 < len(given) <= MAX_REQUEST_ID and given.isascii() and given.isprintable():
         return given
     return _ids.next()
-
-
-def usage_from_body(body: bytes) -> dict[str, int] | None:
-    if b'"usage"' not in body:
-        return None
-    try:
-        data = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(data, dict):
-        return None
-    usage = data.get("usage")
-    message = data.get("message")
-    if usage is None and isinstance(message, dict):
-        # Anthropic's `message_start` event carries the input count inside its message;
-        # `message_delta` brings the output count at the top level later.
-        usage = message.get("usage")
-    return _usage(usage)
-
-
-class StreamUsage:
-    """Token usage from a relayed event stream, whatever its chunk boundaries.
-
-    Chunks arrive as the network cuts them, so an event can be split in two; the
-    unfinished last line is kept until the next chunk completes it.
-    """
-
-    def __init__(self) -> None:
-        self.usage: dict[str, int] | None = None
-        self._pending = b""
-
-    def feed(self, chunk: bytes) -> None:
-        *lines, rest = (self._pending + chunk).split(b"\n")
-        self._pending = rest if len(rest) <= MAX_PENDING_LINE else b""
-        for line in lines:
-            if line.startswith(b"data: {") and b'"usage"' in line:
-                found = usage_from_body(line[6:])
-                if found:  # Anthropic spreads its counts over two events
-                    self.usage = {**self.usage, **found} if self.usage else found
-
-
-def _usage(node: Any) -> dict[str, int] | None:
-    if not isinstance(node, dict):
-        return None
-    found = {USAGE_KEYS[k]: v for k, v in node.items()
-             if k in USAGE_KEYS and isinstance(v, int) and v >= 0}
-    return found or None
-
-
-def finish(exchange: Exchange, observer: RequestObserver) -> None:
-    seconds = time.monotonic() - exchange.started
-    route = exchange.route.spec.id if exchange.route else "-"
-    observer.on_response(route, exchange.instance, exchange.status, seconds, exchange.ttft,
-                         exchange.usage, exchange.protocol.name)
-    if wants_access_line(exchange):
-        log_line(access_log, logging.INFO,
-                 f"{route} {exchange.request_id} -> {exchange.instance} {exchange.status}",
-                 access_fields(exchange, seconds))
-
-
-def wants_access_line(exchange: Exchange) -> bool:
-    """The access log is on (the default), or the route asks for its own lines.
-
-    A route with APISIX `logging.summaries` or `logging.payloads` gets its line
-    even when the access log is off (`serve --no-access-log`), as in APISIX where
-    those settings are what turn logging on for a route.
-    """
-    settings = exchange.route.spec.logging if exchange.route else None
-    if settings is not None and (settings.summaries or settings.payloads):
-        return True
-    return access_log.isEnabledFor(logging.INFO)
-
-
-def access_fields(exchange: Exchange, seconds: float) -> dict[str, Any]:
-    fields: dict[str, Any] = {
-        "request_id": exchange.request_id,
-        "route": exchange.route.spec.id if exchange.route else None,
-        "instance": exchange.instance if exchange.attempts else None,
-        "model": exchange.model,
-        "status": exchange.status,
-        "latency_ms": round(seconds * 1000, 3),
-        "ttft_ms": None if exchange.ttft is None else round(exchange.ttft * 1000, 3),
-        "tokens": exchange.usage,
-        "consumer": exchange.consumer,
-        "protocol": exchange.protocol.name,
-    }
-    if exchange.decision is not None:
-        fields["semantic"] = {"pick": exchange.decision.pick, "reason": exchange.decision.reason,
-                              "top_score": exchange.decision.top_score}
-        if exchange.decision.context:  # conversation routing: each user turn's weight
-            fields["semantic"]["context"] = list(exchange.decision.context)
-    if exchange.shadow is not None:
-        top = exchange.shadow.top_score
-        fields["shadow_pick"] = exchange.shadow.pick
-        fields["shadow_score"] = None if top is None else round(top, 4)
-    if len(exchange.attempts) > 1:
-        fields["failover"] = [f"{a.instance}:{a.outcome}" for a in exchange.attempts]
-    route = exchange.route
-    if route is not None and route.spec.logging.payloads:
-        fields["request_body"] = _clip(orjson.dumps(exchange.payload))
-        if exchange.response_body is not None:
-            fields["response_body"] = _clip(exchange.response_body)
-    return fields
-
-
-def _clip(data: bytes) -> str:
-    text = data[:MAX_LOGGED_PAYLOAD].decode("utf-8", "replace")
-    return text + ("..." if len(data) > MAX_LOGGED_PAYLOAD else "")

@@ -1,4 +1,5 @@
-"""Client sockets: the open-file limit, and a cap on client connections.
+"""Client sockets: the open-file limit, a cap on client connections, and the headers of
+answers aiohttp writes itself.
 
 Every client connection holds a file descriptor, and so does every upstream
 connection, log file and the listener itself. When idle clients use up the
@@ -8,6 +9,12 @@ open-file limit to the hard limit at start, and keeps client connections under
 a cap: a new connection beyond the cap asks the oldest ones to close (an idle
 one closes at once; a busy one after its current response), the way nginx reuses
 keep-alive connections when it runs out, so a new client is always served.
+
+Answers aiohttp writes before any route runs (a malformed request line or
+header: 400) skip `on_response_prepare`, so the connections of semproxy's own
+listeners are `StampedRequestHandler`s, whose `handle_error` adds the same
+headers as every other answer. Other aiohttp servers in the process (tests,
+embedding applications) are left as they are.
 """
 
 from __future__ import annotations
@@ -16,10 +23,16 @@ import asyncio
 import logging
 import resource
 import time
+from typing import Any
 
 from aiohttp import web
 
 log = logging.getLogger("semproxy.server")
+
+# Every answer names the gateway without versions (aiohttp's default banner is
+# `Python/3.11 aiohttp/3.x`: a free hint for anyone matching known flaws), and no
+# browser may guess a JSON error or an event stream to be HTML.
+ANSWER_HEADERS = {"Server": "semproxy", "X-Content-Type-Options": "nosniff"}
 
 # Descriptors kept out of the client budget: listeners, logs, config, model files.
 RESERVED_FDS = 64
@@ -60,7 +73,11 @@ class ConnectionCap:
     def __call__(self) -> asyncio.BaseProtocol:
         if len(self.server.connections) >= self.limit:
             self._make_room()
-        return self.server()
+        handler = self.server()
+        # aiohttp builds the handler itself; its class becomes the stamping one (same
+        # layout, one method more), so the change stays on semproxy's listeners.
+        handler.__class__ = StampedRequestHandler
+        return handler
 
     def _make_room(self) -> None:
         # Oldest first (the server keeps them in arrival order); a batch, so that a
@@ -81,6 +98,17 @@ class ConnectionCap:
                         len(connections), self.limit, self._closed_since_log)
             self._last_log = now
             self._closed_since_log = 0
+
+
+class StampedRequestHandler(web.RequestHandler):
+    """aiohttp's connection handler, whose own error answers carry `ANSWER_HEADERS`."""
+
+    __slots__ = ()
+
+    def handle_error(self, *args: Any, **kwargs: Any) -> web.StreamResponse:
+        response = super().handle_error(*args, **kwargs)
+        response.headers.update(ANSWER_HEADERS)
+        return response
 
 
 def is_idle(handler: web.RequestHandler) -> bool:

@@ -1,4 +1,4 @@
-"""Reading the client's request body within its size limit and deadline.
+"""Reading the client's request body within its size limit and deadline (the enter phase).
 
 Parsing it (JSON, chat shape) is `protocols/body.py`; what semantic routing
 reads from it is `semantic/query.py`.

@@ -1,11 +1,12 @@
 """Shadow routing: a route's shadow table decides every request, and never serves.
 
-A request is served exactly as without a shadow. When it is over, the handler
-hands (route, routed text, serving pick, request id) to the gateway's
+A request is served exactly as without a shadow. When it is over, the account
+phase hands (route, routed text, serving pick, request id) to the gateway's
 `ShadowRunner`: a bounded queue drained by one background task, which makes
 the shadow decisions, counts them (picks, agreement with the serving pick) and
 writes one `semproxy.shadow` log line each. An embedding failure in the shadow
-is counted and otherwise ignored.
+is counted and otherwise ignored; a task that dies of anything else is logged
+with its traceback and started again by the next request.
 
 The shadow shares the worker's CPU with serving, so it is bounded twice: it
 decides what is queued in small batches (one embedding call for up to `BATCH`
@@ -31,11 +32,11 @@ from dataclasses import dataclass
 
 from semproxy.errors import EmbeddingError
 from semproxy.observability.logging import log_line
-from semproxy.observability.observer import RequestObserver
-from semproxy.semantic.decision import Decision, fallback
+from semproxy.observability.observer import RequestObserver, shadow_fields
+from semproxy.runtime.routes import RouteState
+from semproxy.semantic.decision import Decision, to_catchall
 from semproxy.semantic.query import RoutingInput
 from semproxy.server.exchange import Exchange
-from semproxy.server.routes import RouteState
 
 log = logging.getLogger("semproxy.shadow")
 
@@ -55,16 +56,17 @@ class ShadowJob:
     query: RoutingInput
     serving: str
     request_id: str
+    observer: RequestObserver  # the request's: the one listening when it was served
 
 
 def shadow_input(route: RouteState, exchange: Exchange) -> RoutingInput | None:
     """What the shadow decides on: the routed text (and, when the shadow reads
     conversations, the earlier user turns), or None when there is no user text."""
-    parsed, payload = exchange.parsed, exchange.payload
+    parsed = exchange.parsed
     if route.shadow is None or parsed is None or parsed.query is None \
             or not parsed.query.text:
         return None
-    messages = payload.get("messages", ()) if payload is not None else ()
+    messages = parsed.payload.get("messages", ())
     return route.shadow.query(messages if isinstance(messages, list) else (), parsed.query)
 
 
@@ -74,7 +76,7 @@ async def shadow_decision(route: RouteState, query: RoutingInput) -> Decision:
     try:
         decision, _ = await route.shadow.route(query)
     except Exception:  # fail-open: the shadow must never fail (or log a traceback for) a request
-        return fallback(route.shadow.spec.catchall, "embedding_error")
+        return to_catchall(route.shadow.spec.catchall, "embedding_error")
     return decision
 
 
@@ -88,21 +90,13 @@ async def shadow_decisions(route: RouteState, queries: Sequence[RoutingInput]
         reason = exc.reason
     except Exception:  # fail-open: the shadow must never disturb the gateway
         reason = "embedding_error"
-    return [fallback(route.shadow.spec.catchall, reason) for _ in queries]
-
-
-def shadow_fields(decision: Decision) -> dict[str, object]:
-    """`shadow_pick` and `shadow_score` (None when the shadow could not score)."""
-    top = decision.top_score
-    return {"shadow_pick": decision.pick, "shadow_score": None if top is None else round(top, 4),
-            "shadow_reason": decision.reason}
+    return [to_catchall(route.shadow.spec.catchall, reason) for _ in queries]
 
 
 class ShadowRunner:
     """The gateway's one shadow queue and the task that drains it."""
 
-    def __init__(self, observer: RequestObserver, cap: int = QUEUE_CAP) -> None:
-        self.observer = observer
+    def __init__(self, cap: int = QUEUE_CAP) -> None:
         self.queue: asyncio.Queue[ShadowJob] = asyncio.Queue(cap)
         self._task: asyncio.Task[None] | None = None
         self._carry: ShadowJob | None = None  # taken, but over the last batch's size
@@ -114,17 +108,20 @@ class ShadowRunner:
             return
         serving = exchange.attempts[0].instance  # the balancer's pick, before any failover
         if exchange.shadow is not None:
-            self.report(route, exchange.request_id, serving, exchange.shadow)
+            self.report(ShadowJob(route, RoutingInput(""), serving, exchange.request_id,
+                                  exchange.observer), exchange.shadow)
             return
         query = shadow_input(route, exchange)
         if query is None:
             return
-        if self._task is None:
+        if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._drain())
+            self._task.add_done_callback(_report_death)
         try:
-            self.queue.put_nowait(ShadowJob(route, query, serving, exchange.request_id))
+            self.queue.put_nowait(ShadowJob(route, query, serving, exchange.request_id,
+                                            exchange.observer))
         except asyncio.QueueFull:
-            self.observer.on_shadow_dropped(route.spec.id)
+            exchange.observer.on_shadow_dropped(route.spec.id)
 
     async def _drain(self) -> None:
         while True:
@@ -133,7 +130,7 @@ class ShadowRunner:
             for route, group in _by_route(jobs):
                 decisions = await shadow_decisions(route, [j.query for j in group])
                 for job, decision in zip(group, decisions, strict=True):
-                    self.report(route, job.request_id, job.serving, decision)
+                    self.report(job, decision)
             await asyncio.sleep(min(MAX_REST, (time.monotonic() - started) * (1 / SHARE - 1)))
 
     async def _batch(self) -> list[ShadowJob]:
@@ -148,21 +145,29 @@ class ShadowRunner:
             jobs.append(job)
         return jobs
 
-    def report(self, route: RouteState, request_id: str, serving: str,
-               decision: Decision) -> None:
-        self.observer.on_shadow(route.spec.id, serving, decision)
+    def report(self, job: ShadowJob, decision: Decision) -> None:
+        route, request_id, serving = job.route, job.request_id, job.serving
+        job.observer.on_shadow(route.spec.id, serving, decision)
         if log.isEnabledFor(logging.INFO):
             log_line(log, logging.INFO, f"{route.spec.id} {request_id} shadow {decision.pick}",
                      {"request_id": request_id, "route": route.spec.id, "serving_pick": serving,
-                      **shadow_fields(decision),
+                      **shadow_fields(decision), "shadow_reason": decision.reason,
                       "agree": None if not decision.ranking else decision.pick == serving})
 
     async def aclose(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        task, self._task = self._task, None
+        if task is not None and not task.done():  # a dead one was reported already
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+                await task
+
+
+def _report_death(task: asyncio.Task[None]) -> None:
+    """A drain task that ended other than by `aclose`: say so, loudly, with the cause
+    (the next request starts a new one)."""
+    if not task.cancelled() and task.exception() is not None:
+        log.error("shadow decisions stopped: %r; a new task starts with the next request",
+                  task.exception(), exc_info=task.exception())
 
 
 def _by_route(jobs: list[ShadowJob]) -> list[tuple[RouteState, list[ShadowJob]]]:

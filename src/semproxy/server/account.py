@@ -1,0 +1,83 @@
+"""account: what a finished request leaves behind, whatever ended it.
+
+After the answer (or the error), each phase's accounting half runs (a budget's
+commit, a cache's store), then this: the request's metrics, its one access-log
+line, and its shadow decision handed to the shadow runner.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import orjson
+
+from semproxy.observability.logging import log_line
+from semproxy.observability.observer import shadow_fields
+from semproxy.observability.tokens import token_counts
+from semproxy.server.exchange import Exchange
+
+access_log = logging.getLogger("semproxy.access")
+
+MAX_LOGGED_PAYLOAD = 4096
+
+
+def finish(exchange: Exchange) -> None:
+    """Metrics and the access line of a finished request."""
+    seconds = time.monotonic() - exchange.started
+    route = exchange.route.spec.id if exchange.route else "-"
+    exchange.observer.on_response(route, exchange.instance, exchange.status, seconds,
+                                  exchange.ttft, exchange.usage, exchange.protocol.name)
+    if wants_access_line(exchange):
+        log_line(access_log, logging.INFO,
+                 f"{route} {exchange.request_id} -> {exchange.instance} {exchange.status}",
+                 access_fields(exchange, seconds))
+
+
+def wants_access_line(exchange: Exchange) -> bool:
+    """The access log is on (the default), or the route asks for its own lines.
+
+    A route with APISIX `logging.summaries` or `logging.payloads` gets its line
+    even when the access log is off (`serve --no-access-log`), as in APISIX where
+    those settings are what turn logging on for a route.
+    """
+    settings = exchange.route.spec.logging if exchange.route else None
+    if settings is not None and (settings.summaries or settings.payloads):
+        return True
+    return access_log.isEnabledFor(logging.INFO)
+
+
+def access_fields(exchange: Exchange, seconds: float) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "request_id": exchange.request_id,
+        "route": exchange.route.spec.id if exchange.route else None,
+        "instance": exchange.instance if exchange.attempts else None,
+        "model": exchange.model,
+        "status": exchange.status,
+        "latency_ms": round(seconds * 1000, 3),
+        "ttft_ms": None if exchange.ttft is None else round(exchange.ttft * 1000, 3),
+        "tokens": token_counts(exchange.usage),
+        "consumer": exchange.consumer,
+        "protocol": exchange.protocol.name,
+    }
+    if exchange.decision is not None:
+        fields["semantic"] = {"pick": exchange.decision.pick, "reason": exchange.decision.reason,
+                              "top_score": exchange.decision.top_score}
+        if exchange.decision.context:  # conversation routing: each user turn's weight
+            fields["semantic"]["context"] = list(exchange.decision.context)
+    if exchange.shadow is not None:
+        fields.update(shadow_fields(exchange.shadow))
+    if len(exchange.attempts) > 1:
+        fields["failover"] = [f"{a.instance}:{a.outcome}" for a in exchange.attempts]
+    route = exchange.route
+    if route is not None and route.spec.logging.payloads:
+        fields["request_body"] = _clip(orjson.dumps(exchange.payload))
+        if exchange.response_body is not None:
+            fields["response_body"] = _clip(exchange.response_body)
+    return fields
+
+
+def _clip(data: bytes) -> str:
+    text = data[:MAX_LOGGED_PAYLOAD].decode("utf-8", "replace")
+    return text + ("..." if len(data) > MAX_LOGGED_PAYLOAD else "")

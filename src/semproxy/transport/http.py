@@ -1,0 +1,101 @@
+"""`AiohttpTransport`: the one place in the gateway that opens upstream connections.
+
+Underneath is aiohttp's client: one session per pool shape (connection cap,
+keep-alive), a connection pool per origin with a waiting queue beyond the
+cap, proxies, TLS and HTTP parsing all from the library. The gateway adds its
+policies on top: the pool guard (`pool.py`), decoding and size caps
+(`reply.py`), a deadline per attempt, and no automatic re-sending of a POST.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Any
+
+import aiohttp
+from aiohttp import ClientSession, ClientTimeout
+from multidict import CIMultiDict, CIMultiDictProxy, istr
+
+from semproxy.errors import UpstreamConnectError, UpstreamConnectTimeoutError, UpstreamError
+from semproxy.transport.pool import GuardedConnector
+from semproxy.transport.reply import AiohttpReply, upstream_failure
+from semproxy.transport.target import Call, PoolShape, Target
+
+_REQUEST_ID = istr("X-Request-Id")
+
+
+class AiohttpTransport:
+    """The upstream client of one worker: aiohttp sessions, created in the running loop."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[PoolShape, ClientSession] = {}
+
+    def _open(self, shape: PoolShape) -> ClientSession:
+        connector = GuardedConnector(
+            idle_cap=shape.keepalive_pool, limit=0, limit_per_host=shape.max_connections,
+            force_close=not shape.keepalive,
+            keepalive_timeout=shape.keepalive_timeout_s if shape.keepalive else None)
+        session = ClientSession(
+            connector=connector, auto_decompress=False, trust_env=False,
+            cookie_jar=aiohttp.DummyCookieJar(), skip_auto_headers=("User-Agent",),
+            timeout=ClientTimeout(total=None))
+        self._sessions[shape] = session
+        return session
+
+    def post(self, target: Target, data: bytes, request_id: str = ""
+             ) -> Coroutine[Any, Any, AiohttpReply]:
+        """POST and return the reply once its headers arrived; the caller releases it.
+
+        The headers must arrive within the attempt deadline (`attempt_timeout`),
+        and so must the whole body when it is read with `read`; a stream read
+        with `iter_chunks` is bounded per read instead. Never sent twice:
+        aiohttp re-sends only idempotent methods, and the failover loop decides
+        whether another instance gets the request. A status outside 100-599 or
+        an unsupported encoding is an `UpstreamError` (502).
+        """
+        call = target.call
+        headers: CIMultiDictProxy[str] | CIMultiDict[str] = call.headers
+        if request_id:  # a copy in C; a dict would be converted on every request
+            headers = call.headers.copy()
+            headers[_REQUEST_ID] = request_id
+        return self._send("POST", target, call, headers, data)
+
+    def get(self, target: Target) -> Coroutine[Any, Any, AiohttpReply]:
+        """GET, as health probes do: the reply once its headers arrived."""
+        call = target.call
+        return self._send("GET", target, call, call.headers, None)
+
+    async def _send(self, method: str, target: Target, call: Call,
+                    headers: CIMultiDictProxy[str] | CIMultiDict[str], data: bytes | None
+                    ) -> AiohttpReply:
+        session = self._sessions.get(call.pool) or self._open(call.pool)
+        label = target.label or "upstream"
+        deadline = asyncio.get_running_loop().time() + call.attempt_s
+        try:
+            async with asyncio.timeout_at(deadline):
+                resp = await session.request(
+                    method, call.url, data=data, headers=headers, proxy=call.proxy,
+                    proxy_headers=call.proxy_headers, ssl=call.ssl, allow_redirects=False,
+                    timeout=call.timeout)
+        except aiohttp.ConnectionTimeoutError as exc:
+            raise UpstreamConnectTimeoutError(f"upstream {label} timed out") from exc
+        except aiohttp.ClientConnectorError as exc:  # refused, DNS, TLS handshake, proxy
+            raise UpstreamConnectError(
+                f"upstream {label} unreachable: {type(exc).__name__}") from exc
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise upstream_failure(exc, label) from exc
+        if not 100 <= resp.status <= 599:
+            resp.close()
+            raise UpstreamError(f"upstream {label} answered an invalid status {resp.status}",
+                                f"the upstream answered an invalid status {resp.status}")
+        try:
+            return AiohttpReply(resp, label, target.net.max_body, deadline)
+        except UpstreamError:
+            resp.close()
+            raise
+
+    async def aclose(self) -> None:
+        sessions, self._sessions = list(self._sessions.values()), {}
+        for session in sessions:
+            await session.close()
