@@ -23,8 +23,11 @@ BUDGET = 2.0  # dollars; prices 2 (input) and 8 (output) per million tokens
 def run_two_processes(doc: dict[str, Any], tasks: int, consumer: str | None = None
                       ) -> list[dict[str, int]]:
     ctx = multiprocessing.get_context("spawn")
-    with ctx.Pool(2) as pool:
-        jobs = [pool.apply_async(spend_until_refused, (doc, seed, tasks, consumer))
+    # Both start spending at once: a process that started first could otherwise spend
+    # the whole budget while the other is still importing.
+    with ctx.Manager() as manager, ctx.Pool(2) as pool:
+        start = manager.Barrier(2)
+        jobs = [pool.apply_async(spend_until_refused, (doc, seed, tasks, consumer, start))
                 for seed in (1, 2)]
         return [job.get(timeout=120) for job in jobs]
 

@@ -50,5 +50,7 @@ async def _spend(doc: dict[str, Any], seed: int, tasks: int, consumer: str | Non
 
 
 def spend_until_refused(doc: dict[str, Any], seed: int, tasks: int,
-                        consumer: str | None = None) -> dict[str, int]:
+                        consumer: str | None = None, start: Any = None) -> dict[str, int]:
+    if start is not None:
+        start.wait(60)  # a multiprocessing barrier shared with the other process
     return asyncio.run(_spend(doc, seed, tasks, consumer))
