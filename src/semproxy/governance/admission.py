@@ -1,6 +1,9 @@
 """Placing a request's holds: in the worker's leases (the normal way) or as one reservation.
 
-`Want` is one limit's part of a request, in counter terms. `admit_leased` checks
+`Site` is one limit's counter for one scope value in the current window (cached
+by the governor until the window's bucket ends, so a request formats no keys and
+does no calendar arithmetic); a request's want on it is `fixed + per * output`
+(model.py `Limit.shape`). `admit_leased` checks
 every want against its lease's room; a lease that is stale or too short asks
 its store for more (one sync per store, shared with the other requests waiting
 on it), then every want is checked again and, if all fit, all are placed
@@ -32,27 +35,73 @@ BUSY_RETRY_S = 1.0
 _SYNC_ROUNDS = 2  # store syncs a request may wait for before its answer is final
 
 
-@dataclass(slots=True)
-class Want:
+@dataclass(slots=True, eq=False)
+class Site:
     limit: Limit
     store: str
     counter: str
     reads: tuple[str, ...]
+    end: float  # when the charged bucket ends (inf: no window)
+    ttl_s: int
+    marker: str  # the limit's exclusive marker (for a request without a proven bound)
+    lease: Lease | None = None
+
+    def reset_s(self, now: float) -> float:
+        return 0.0 if self.end == math.inf else self.end - now
+
+
+@dataclass(slots=True)
+class Want:
+    """A request's hold on a site: `fixed + per * output`."""
+
+    site: Site
     fixed: int
     per: int
-    reset_s: float
-    ttl_s: int
-    charge_until: float
-    marker: str  # the limit's exclusive marker (for a request without a proven bound)
+
+    @property
+    def limit(self) -> Limit:
+        return self.site.limit
+
+    @property
+    def store(self) -> str:
+        return self.site.store
+
+
+def site_for(stores: StoreSet, limit: Limit, value: str, now: float) -> Site:
+    slots = limit.window.slots(now)
+    base = f"{limit.id}|{value}|"
+    reads = (base + slots.charge,) if len(slots.reads) == 1 else \
+        tuple(base + b for b in slots.reads)
+    end = math.inf if limit.window.seconds == 0 and not limit.window.month else \
+        now + slots.reset_s
+    site = Site(limit, limit.store, base + slots.charge, reads, end, slots.ttl_s, base)
+    site.lease = stores.syncer(limit.store).lease(site.counter, reads, limit.amount,
+                                                  slots.ttl_s, limit.keeps_expired, end)
+    return site
 
 
 async def admit_leased(stores: StoreSet, res: Reservation, wants: list[Want], low: int,
                        instance: str | None, now: float) -> bool:
-    leases = [stores.syncer(w.store).lease(w.counter, w.reads, w.limit.amount, w.ttl_s,
-                                           w.limit.keeps_expired, w.charge_until)
-              for w in wants]
-    unheld: set[int] = set()
     high = res.output
+    stale = stores.syncer(wants[0].store).settings.stale_s
+    leases: list[Lease] = []
+    roomy = True  # the common case: every lease is fresh and has room for the full hold
+    for w in wants:
+        lease = w.site.lease
+        assert lease is not None
+        leases.append(lease)
+        if roomy and (lease.pending or now - lease.synced_at >= stale
+                      or lease.room() < w.fixed + w.per * high):
+            roomy = False
+    if roomy:
+        return _place(res, wants, leases, set(), low, high, instance, now)
+    return await _admit_slow(stores, res, wants, leases, low, high, instance, now)
+
+
+async def _admit_slow(stores: StoreSet, res: Reservation, wants: list[Want],
+                      leases: list[Lease], low: int, high: int, instance: str | None,
+                      now: float) -> bool:
+    unheld: set[int] = set()
     for _ in range(_SYNC_ROUNDS):
         short = [i for i, (w, lease) in enumerate(zip(wants, leases, strict=True))
                  if i not in unheld and _is_short(stores, w, lease, low, high, now)]
@@ -60,7 +109,7 @@ async def admit_leased(stores: StoreSet, res: Reservation, wants: list[Want], lo
             break
         if not await _sync(stores, res, wants, leases, short, low, high, unheld, now):
             return False
-    return _place(res, wants, leases, unheld, low, high, instance)
+    return _place(res, wants, leases, unheld, low, high, instance, now)
 
 
 def _is_short(stores: StoreSet, w: Want, lease: Lease, low: int, high: int, now: float
@@ -121,31 +170,33 @@ def _on_store_error(stores: StoreSet, res: Reservation, wants: list[Want], items
 
 
 def _place(res: Reservation, wants: list[Want], leases: list[Lease], unheld: set[int],
-           low: int, high: int, instance: str | None) -> bool:
+           low: int, high: int, instance: str | None, now: float) -> bool:
     out = high
     for i, (w, lease) in enumerate(zip(wants, leases, strict=True)):
         if i in unheld:
             continue
         free = lease.room() - w.fixed
         if free < 0 or free < w.per * low:
-            res.refusal = refusal_for(w.limit, lease.remaining(), w.reset_s)
-            res.readings.append(Reading(w.limit, 0, w.reset_s, instance))
+            reset_s = w.site.reset_s(now)
+            res.refusal = refusal_for(w.limit, lease.remaining(), reset_s)
+            res.readings.append(Reading(w.limit, 0, reset_s, instance))
             return False
         if w.per:
             out = min(out, free // w.per)
     res.output = out
     mono = time.monotonic()
-    step = res.next_step()
+    placed, readings = res.placed, res.readings
     for i, (w, lease) in enumerate(zip(wants, leases, strict=True)):
-        held = i not in unheld
+        site, held = w.site, i not in unheld
         amount = w.fixed + w.per * out
         if held:
             lease.take(amount, mono)
-        res.placed.append(Placed(w.limit, w.store, step, w.counter, w.ttl_s, held, amount,
-                                 lease))
-        left = lease.remaining() if held else w.limit.amount
-        res.readings.append(Reading(w.limit, max(left, 0), w.reset_s, instance))
-        note_budget(res, w.limit, left)
+        placed.append(Placed(site.limit, site.store, "", site.counter, site.ttl_s, held,
+                             amount, lease))
+        left = lease.remaining() if held else site.limit.amount
+        readings.append(Reading(site.limit, max(left, 0), site.reset_s(now), instance))
+        if site.limit.unit is Unit.MONEY:
+            note_budget(res, site.limit, left)
     return True
 
 
@@ -166,8 +217,8 @@ async def admit_reserved(stores: StoreSet, res: Reservation, wants: list[Want], 
 async def _reserve_in(stores: StoreSet, res: Reservation, step: str, name: str,
                       items: list[Want], low: int, instance: str | None, lease_s: float,
                       now: float) -> bool:
-    holds = [Hold(w.counter, w.reads, w.limit.amount, w.fixed, w.per, w.ttl_s,
-                  w.marker if w.limit.unit.follows_input else "") for w in items]
+    holds = [Hold(w.site.counter, w.site.reads, w.limit.amount, w.fixed, w.per, w.site.ttl_s,
+                  w.site.marker if w.limit.unit.follows_input else "") for w in items]
     health = stores.health(name)
     try:
         if health.is_down(now):
@@ -179,23 +230,24 @@ async def _reserve_in(stores: StoreSet, res: Reservation, step: str, name: str,
         unheld: set[int] = set()
         if not _on_store_error(stores, res, items, list(range(len(items))), unheld, now):
             return False
-        res.placed += [Placed(w.limit, name, step, w.counter, w.ttl_s, False, 0, None, h.exclusive)
-                       for w, h in zip(items, holds, strict=True)]
+        res.placed += [Placed(w.limit, name, step, h.counter, h.ttl_s, False, 0, None,
+                              h.exclusive) for w, h in zip(items, holds, strict=True)]
         return True
     if not outcome.granted:
         w = items[outcome.refused]
+        reset_s = w.site.reset_s(now)
         if outcome.busy:
             res.refusal = Refusal(w.limit, "rate", 429, BUSY_RETRY_S, 0, _busy(w.limit))
         else:
-            res.refusal = refusal_for(w.limit, outcome.remaining[0], w.reset_s)
-        res.readings.append(Reading(w.limit, 0, w.reset_s, instance))
+            res.refusal = refusal_for(w.limit, outcome.remaining[0], reset_s)
+        res.readings.append(Reading(w.limit, 0, reset_s, instance))
         return False
     res.output = outcome.output
     for w, hold, left in zip(items, holds, outcome.remaining, strict=True):
         amount = hold.fixed + hold.per_output * outcome.output
-        res.placed.append(Placed(w.limit, name, step, w.counter, w.ttl_s, True, amount, None,
-                                 hold.exclusive))
-        res.readings.append(Reading(w.limit, max(left, 0), w.reset_s, instance))
+        res.placed.append(Placed(w.limit, name, step, hold.counter, hold.ttl_s, True, amount,
+                                 None, hold.exclusive))
+        res.readings.append(Reading(w.limit, max(left, 0), w.site.reset_s(now), instance))
         note_budget(res, w.limit, left)
     return True
 
@@ -224,8 +276,3 @@ def _busy(limit: Limit) -> str:
             f"{limit.scope.value.replace('_', ' ')} limit {limit.label!r}; retry shortly")
 
 
-def charge_until(limit: Limit, now: float, reset_s: float) -> float:
-    """When the counter a hold goes to stops taking new holds (its bucket ends)."""
-    if limit.window.seconds == 0 and not limit.window.month:
-        return math.inf
-    return now + reset_s

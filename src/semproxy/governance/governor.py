@@ -32,11 +32,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from semproxy.governance.admission import (
+    Site,
     Want,
     admit_leased,
     admit_reserved,
-    charge_until,
     drop_reserved,
+    site_for,
 )
 from semproxy.governance.governor_stores import StoreSet
 from semproxy.governance.model import Limit, Scope, Settle, Unit
@@ -85,6 +86,9 @@ class Governor:
         # Refusals by (limit label, reason): plain ints the metrics layer reads at scrape
         # time (governance/counts.py), never a Prometheus call per request.
         self.refusals: Counter[tuple[str, str]] = Counter()
+        # Per (limit, scope value): the current window's counter and lease, until it ends.
+        self._sites: dict[tuple[str, str], Site] = {}
+        self._sweep_at = _SITES_SWEEP
         stores.bind_clock(clock)
 
     async def reserve(self, facts: RequestFacts) -> Reservation:
@@ -170,24 +174,30 @@ class Governor:
                      instance: str | None) -> None:
         now = self.clock()
         wants: list[Want] = []
+        sites = self._sites
         for limit in limits:
             value = self._scope_value(limit, res, var, instance)
             if value is None:
                 continue  # e.g. a consumer limit on an anonymous request
-            slots = limit.window.slots(now)
-            base = f"{limit.id}|{value}|"
+            site = sites.get((limit.id, value))
+            if site is None or site.end <= now or site.limit is not limit:
+                site = self._new_site(limit, value, now)
             fixed, per = limit.shape(res.input_tokens, price, res.output)
-            reads = (base + slots.charge,) if len(slots.reads) == 1 else \
-                tuple(base + b for b in slots.reads)
-            wants.append(Want(limit, limit.store, base + slots.charge, reads, fixed, per,
-                              slots.reset_s, slots.ttl_s,
-                              charge_until(limit, now, slots.reset_s), base))
+            wants.append(Want(site, fixed, per))
         if not wants:
             return
         if not res.proven and any(w.limit.unit.follows_input for w in wants):
             await admit_reserved(self.stores, res, wants, low, instance, self.lease_s, now)
         else:
             await admit_leased(self.stores, res, wants, low, instance, now)
+
+    def _new_site(self, limit: Limit, value: str, now: float) -> Site:
+        if len(self._sites) >= self._sweep_at:
+            for key in [k for k, site in self._sites.items() if site.end <= now]:
+                del self._sites[key]
+            self._sweep_at = max(_SITES_SWEEP, 2 * len(self._sites))
+        site = self._sites[(limit.id, value)] = site_for(self.stores, limit, value, now)
+        return site
 
     @staticmethod
     def _scope_value(limit: Limit, res: Reservation, var: Callable[[str], str | None],
@@ -235,4 +245,5 @@ def _charge(limit: Limit, usage: Usage, cost: int, raw: Mapping[str, Any] | None
     return limit.charge(usage.input, usage.output, cost)
 
 
+_SITES_SWEEP = 10_000  # cached sites before the ended ones are swept
 _OUTPUT_UNITS = (Unit.OUTPUT_TOKENS, Unit.TOTAL_TOKENS, Unit.MONEY, Unit.EXPRESSION)

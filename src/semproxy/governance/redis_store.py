@@ -98,6 +98,7 @@ class RedisStore:
         self._reserve = self._client.register_script(_script("reserve.lua"))
         self._settle = self._client.register_script(_script("settle.lua"))
         self._sync = self._client.register_script(_script("sync.lua"))
+        self._used = self._client.register_script(_script("used.lua"))
         self._p = target.prefix
 
     async def reserve(self, res_id: str, holds: Sequence[Hold], low: int, high: int,
@@ -164,16 +165,8 @@ class RedisStore:
                 for i in range(0, len(answer), 3)]
 
     async def used(self, reads: Sequence[str], now: float) -> int:
-        async def read() -> int:
-            total = 0
-            for bucket in reads:
-                used, held = await self._client.hmget(f"{self._p}c:{bucket}", "used", "held")
-                total += int(used or 0) + int(held or 0)
-            return total
-        try:
-            return await read()
-        except (RedisError, OSError) as exc:
-            raise StoreError(f"redis: {exc}") from exc
+        keys = [k for bucket in reads for k in (f"{self._p}c:{bucket}", f"{self._p}z:{bucket}")]
+        return int(await self._call(self._used, keys, [int(now * 1000)]))
 
     async def spend(self, dimension: str, since: float, until: float) -> list[SpendRow]:
         if dimension not in DIMENSIONS:
