@@ -157,7 +157,9 @@ class Governance(Strict):
     share a node's counters; `process`: in each process's memory (one worker, or
     a read-only disk). `sync_interval`: seconds between a worker's lease syncs
     with each store (governance/lease.py). `image_tokens`: what admission holds
-    for one image of a request's input."""
+    for one image of a request's input. `unbounded_input_wait`: how long a request
+    whose input has no proven bound (audio, files, state kept upstream) waits for
+    its turn: such requests run one at a time against a limit that depends on input."""
 
     sqlite_path: Annotated[str, StringConstraints(min_length=1)] = "semproxy-spend.db"
     ledger: Literal["sqlite", "redis", "none"] = "sqlite"
@@ -166,5 +168,6 @@ class Governance(Strict):
     reservation_lease: float = Field(default=900.0, ge=1, le=86400)
     sync_interval: float = Field(default=0.25, ge=0.01, le=10)
     image_tokens: int = Field(default=4096, ge=1, le=1_000_000)
+    unbounded_input_wait: float = Field(default=2.0, ge=0, le=60)
     store_error_log_interval: float = Field(default=60.0, gt=0)
     store_retry_after: float = Field(default=1.0, ge=0, le=60)

@@ -201,7 +201,23 @@ def _place(res: Reservation, wants: list[Want], leases: list[Lease], unheld: set
 
 
 async def admit_reserved(stores: StoreSet, res: Reservation, wants: list[Want], low: int,
-                         instance: str | None, lease_s: float, now: float) -> bool:
+                         instance: str | None, lease_s: float, now: float, wait_s: float
+                         ) -> bool:
+    """Reserve in each store; while another process holds a marker, retry with backoff
+    for up to `wait_s` (this process's own requests queue in `Turns`)."""
+    deadline, pause = time.monotonic() + wait_s, 0.005
+    while True:
+        if await _reserve_all(stores, res, wants, low, instance, lease_s, now):
+            return True
+        if res.refusal is None or not res.refusal.busy or time.monotonic() + pause > deadline:
+            return False
+        res.refusal, res.readings = None, res.readings[:-1]
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, 0.2)
+
+
+async def _reserve_all(stores: StoreSet, res: Reservation, wants: list[Want], low: int,
+                       instance: str | None, lease_s: float, now: float) -> bool:
     by_store: dict[str, list[Want]] = {}
     for w in wants:
         by_store.setdefault(w.store, []).append(w)
@@ -237,7 +253,7 @@ async def _reserve_in(stores: StoreSet, res: Reservation, step: str, name: str,
         w = items[outcome.refused]
         reset_s = w.site.reset_s(now)
         if outcome.busy:
-            res.refusal = Refusal(w.limit, "rate", 429, BUSY_RETRY_S, 0, _busy(w.limit))
+            res.refusal = busy_refusal(w.limit)
         else:
             res.refusal = refusal_for(w.limit, outcome.remaining[0], reset_s)
         res.readings.append(Reading(w.limit, 0, reset_s, instance))
@@ -271,8 +287,9 @@ def note_budget(res: Reservation, limit: Limit, left: int) -> None:
         res.tier = sum(1 for t in limit.tiers if share >= t)
 
 
-def _busy(limit: Limit) -> str:
-    return (f"another request whose input cannot be counted in advance is running against "
-            f"{limit.scope.value.replace('_', ' ')} limit {limit.label!r}; retry shortly")
+def busy_refusal(limit: Limit) -> Refusal:
+    message = (f"another request whose input cannot be counted in advance is running against "
+               f"{limit.scope.value.replace('_', ' ')} limit {limit.label!r}; retry shortly")
+    return Refusal(limit, "rate", 429, BUSY_RETRY_S, 0, message, busy=True)
 
 

@@ -36,6 +36,7 @@ from semproxy.governance.admission import (
     Want,
     admit_leased,
     admit_reserved,
+    busy_refusal,
     drop_reserved,
     site_for,
 )
@@ -46,6 +47,7 @@ from semproxy.governance.plan_limits import resolve_key
 from semproxy.governance.pricing import FREE, Price
 from semproxy.governance.reservation import Placed, Reservation
 from semproxy.governance.store import SpendEntry
+from semproxy.governance.turns import Turns
 from semproxy.types import Usage
 
 # The output a reservation holds when neither the client nor the route gives
@@ -83,12 +85,14 @@ class Governor:
         self.stores = stores
         self.clock = clock
         self.lease_s = plan.settings.reservation_lease
+        self.unproven_wait_s = plan.settings.unbounded_input_wait
         # Refusals by (limit label, reason): plain ints the metrics layer reads at scrape
         # time (governance/counts.py), never a Prometheus call per request.
         self.refusals: Counter[tuple[str, str]] = Counter()
         # Per (limit, scope value): the current window's counter and lease, until it ends.
         self._sites: dict[tuple[str, str], Site] = {}
         self._sweep_at = _SITES_SWEEP
+        self._turns = Turns()
         stores.bind_clock(clock)
 
     async def reserve(self, facts: RequestFacts) -> Reservation:
@@ -186,10 +190,18 @@ class Governor:
             wants.append(Want(site, fixed, per))
         if not wants:
             return
-        if not res.proven and any(w.limit.unit.follows_input for w in wants):
-            await admit_reserved(self.stores, res, wants, low, instance, self.lease_s, now)
-        else:
+        if res.proven or not any(w.limit.unit.follows_input for w in wants):
             await admit_leased(self.stores, res, wants, low, instance, now)
+            return
+        markers = [w.site.marker for w in wants if w.limit.unit.follows_input]
+        if not await self._turns.take(markers, self.unproven_wait_s):
+            res.refusal = busy_refusal(next(w.limit for w in wants if w.limit.unit.follows_input))
+            return
+        res.turns += tuple(markers)
+        if not await admit_reserved(self.stores, res, wants, low, instance, self.lease_s, now,
+                                    self.unproven_wait_s):
+            self._turns.give(markers)
+            res.turns = res.turns[:-len(markers)]
 
     def _new_site(self, limit: Limit, value: str, now: float) -> Site:
         if len(self._sites) >= self._sweep_at:
@@ -216,6 +228,9 @@ class Governor:
         return resolve_key(limit.key or "", var)
 
     async def _settle(self, res: Reservation, amount: Callable[[Limit], int]) -> None:
+        if res.turns:
+            self._turns.give(res.turns)
+            res.turns = ()
         reserved: dict[tuple[str, str], list[Settle]] = {}
         for p in res.placed:
             used = amount(p.limit)

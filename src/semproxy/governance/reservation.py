@@ -42,6 +42,7 @@ class Refusal:
     retry_after_s: float
     remaining: int
     message: str
+    busy: bool = False  # another request without a proven input bound held the limit's turn
 
 
 @dataclass(slots=True)
@@ -77,6 +78,7 @@ class Reservation:
     settled: bool = False
     steps: int = 0
     proven: bool = True  # the input bound is proven (else: single reservations, exclusive)
+    turns: tuple[str, ...] = ()  # exclusive markers whose turn this request holds
 
     def next_step(self) -> str:
         self.steps += 1
