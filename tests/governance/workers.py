@@ -97,3 +97,37 @@ def spend_until_refused(doc: dict[str, Any], seed: int, tasks: int,
     if start is not None:
         start.wait(60)  # a multiprocessing barrier shared with the other process
     return asyncio.run(_spend(doc, seed, tasks, consumer, realistic, corpus))
+
+
+async def _take(doc: dict[str, Any], seed: int, tasks: int, now: float) -> dict[str, int]:
+    plan = plan_of(doc)
+    stores = StoreSet.for_plan(plan)
+    gov = Governor(plan, stores, clock=lambda: now)  # one window for the whole run
+    rng = random.Random(seed)
+    tally = {"admitted": 0, "tokens": 0}
+
+    async def client() -> None:
+        refusals = 0
+        while refusals < 4:
+            res = await gov.reserve(RequestFacts("r", input_tokens=rng.randint(50, 150),
+                                                 max_tokens=50))
+            if res.refusal is not None:
+                refusals += 1
+                await asyncio.sleep(0.002)
+                continue
+            tally["admitted"] += 1
+            await asyncio.sleep(rng.random() * 0.004)
+            used = Usage(res.input_tokens, rng.randint(0, res.output))
+            tally["tokens"] += used.total
+            await gov.commit(res, used, "big")
+
+    await asyncio.gather(*(client() for _ in range(tasks)))
+    await stores.close()
+    return tally
+
+
+def take_until_refused(doc: dict[str, Any], seed: int, tasks: int, now: float,
+                       start: Any) -> dict[str, int]:
+    """Requests against `policy: local` limits until refused (the per-host proof)."""
+    start.wait(60)
+    return asyncio.run(_take(doc, seed, tasks, now))

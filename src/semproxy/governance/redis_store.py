@@ -58,8 +58,9 @@ class RedisTarget:
     prefix: str = "semproxy:"
 
 
-def connect(target: RedisTarget) -> Any:
-    """A redis.asyncio client that fails fast (no retry loop: the caller's policy decides)."""
+def connect(target: RedisTarget) -> tuple[Any, list[Any]]:
+    """A redis.asyncio client that fails fast (no retry loop: the caller's policy decides),
+    and the sentinel clients it finds its master through (to close with it)."""
     common: dict[str, Any] = dict(
         username=target.username, password=target.password, db=target.database,
         socket_timeout=target.timeout_s, socket_connect_timeout=target.timeout_s,
@@ -70,7 +71,7 @@ def connect(target: RedisTarget) -> Any:
         sentinel = Sentinel(list(target.sentinels), sentinel_kwargs=dict(  # type: ignore[no-untyped-call]
             username=target.sentinel_username, password=target.sentinel_password,
             socket_timeout=target.timeout_s), **common)
-        return sentinel.master_for(target.master_name or "mymaster")
+        return sentinel.master_for(target.master_name or "mymaster"), list(sentinel.sentinels)
     # Blocking: a burst of requests waits (up to the timeout) for one of `pool`
     # connections instead of failing when all are busy.
     kind = aioredis.SSLConnection if target.ssl else aioredis.Connection
@@ -81,7 +82,7 @@ def connect(target: RedisTarget) -> Any:
         username=target.username, password=target.password, db=target.database,
         socket_timeout=target.timeout_s, socket_connect_timeout=target.timeout_s,
         max_connections=target.pool, timeout=target.timeout_s, **extra)
-    return aioredis.Redis(connection_pool=pool, retry=Retry(NoBackoff(), 0))
+    return aioredis.Redis(connection_pool=pool, retry=Retry(NoBackoff(), 0)), []
 
 
 def _script(name: str) -> str:
@@ -94,7 +95,7 @@ class RedisStore:
     def __init__(self, target: RedisTarget, name: str = "redis") -> None:
         self.name = name
         self.target = target
-        self._client = connect(target)
+        self._client, self._sentinels = connect(target)
         self._reserve = self._client.register_script(_script("reserve.lua"))
         self._settle = self._client.register_script(_script("settle.lua"))
         self._sync = self._client.register_script(_script("sync.lua"))
@@ -185,6 +186,8 @@ class RedisStore:
 
     async def close(self) -> None:
         await self._client.aclose(close_connection_pool=True)
+        for sentinel in self._sentinels:
+            await sentinel.aclose(close_connection_pool=True)
 
     async def _call(self, script: Any, keys: list[str], args: list[Any]) -> Any:
         try:

@@ -88,7 +88,10 @@ class LeaseSyncer:
     def touch(self) -> None:
         """Something changed: make sure a background round comes."""
         if self._timer is None and self._running is None and not self._closed:
-            loop = asyncio.get_running_loop()
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return  # the loop is gone (a task finalised at shutdown): nothing to plan
             self._timer = loop.call_later(self.settings.interval_s, self._on_timer)
 
     async def refresh(self) -> None:
@@ -112,6 +115,9 @@ class LeaseSyncer:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._running is not None:
+            with contextlib.suppress(StoreError):
+                await asyncio.shield(self._running)
         # A failure is counted in health; the leases expire in the store (their holds
         # then count as used), so unreported use is not lost from the budget.
         with contextlib.suppress(StoreError):
