@@ -9,6 +9,7 @@ from pathlib import Path
 from tests.fakes.redis_server import RedisServer
 from tests.governance.plans import Clock, document, governor
 
+from semproxy.governance.counts import counts
 from semproxy.governance.governor import RequestFacts
 from semproxy.types import Usage
 
@@ -49,7 +50,7 @@ async def test_unproven_inputs_run_one_at_a_time_against_a_budget(tmp_path: Path
     assert not queued.done()
     await gov.commit(first, Usage(9000, 100), "big")  # far over its bound: one request's error
     assert (await queued).refusal is None  # its turn came
-    assert gov.refusals[("route.money.calendarmonth(UTC)", "rate")] == 1
+    assert gov.refusals[("route.money.calendarmonth(UTC)", "busy")] == 1
     await gov.stores.close()
 
 
@@ -87,4 +88,17 @@ async def test_an_expression_limit_holds_its_worst_case_and_charges_its_value(
     nxt = await gov.reserve(RequestFacts("r", input_tokens=100, max_tokens=100))
     assert await gov.reserve_instance(nxt, "big")
     assert nxt.readings[-1].remaining == 1000 - (80 + 4 * 50) - (100 + 4 * 100)
+    await gov.stores.close()
+
+
+async def test_counters_for_the_metrics_layer_are_plain_ints(tmp_path: Path) -> None:
+    gov = governor(document({"limits": [{"requests": 2, "window": 60}]}), Clock(),
+                   str(tmp_path / "spend.db"))
+    for _ in range(5):
+        await gov.reserve(RequestFacts("r"))
+    rows = {(c.name, c.labels): c.value for c in counts(gov)}
+    assert rows[("semproxy_governance_refusals_total",
+                 (("limit", "route.requests.60s"), ("reason", "rate")))] == 3
+    assert rows[("semproxy_governance_syncs_total", (("store", "sqlite"),))] >= 1
+    assert rows[("semproxy_governance_store_errors_total", (("store", "sqlite"),))] == 0
     await gov.stores.close()

@@ -162,7 +162,7 @@ class Governor:
     def _count(self, res: Reservation) -> None:
         refusal = res.refusal
         if refusal is not None:
-            self.refusals[(refusal.limit.label, refusal.reason)] += 1
+            self.refusals[(refusal.limit.label, "busy" if refusal.busy else refusal.reason)] += 1
 
     def _admit_limits(self, policy: RoutePolicy | None, consumer: str | None,
                       group: str | None) -> list[Limit]:
