@@ -1,6 +1,10 @@
 """Cost of one reserve + commit pair per store (the admit and account phases' share).
 
-    .venv/bin/python bench/governance_micro.py [--n 3000] [--repeat 3]
+    .venv/bin/python bench/governance_micro.py [--n 3000] [--repeat 3] [--case embedded]
+
+`--before` runs the same cases on the code before leases (check it out elsewhere
+and put its src first on PYTHONPATH): it has no `local_counters` setting (its
+local limits were per process anyway) and nothing deferred to flush.
 
 Each case is a route as a user would configure it, against the same route
 without limits (the `none` row: the governor finds nothing to hold):
@@ -45,7 +49,13 @@ def doc(limiting: dict[str, Any] | None, governance: dict[str, Any]) -> dict[str
             "routes": [{"id": "r", "uri": "/v1/*", "plugins": plugins}]}
 
 
-async def measure(document: dict[str, Any], n: int) -> tuple[list[float], float]:
+async def flush(gov: Governor, before: bool) -> None:
+    for syncer in [] if before else gov.stores.syncers():
+        await syncer.flush()
+
+
+async def measure(document: dict[str, Any], n: int, before: bool
+                  ) -> tuple[list[float], float]:
     plan = load_data(document).governance
     assert plan is not None
     gov = Governor(plan, StoreSet.for_plan(plan))
@@ -54,8 +64,7 @@ async def measure(document: dict[str, Any], n: int) -> tuple[list[float], float]
     for _ in range(500):  # warm up: connections, scripts, tables, leases
         await gov.commit(await gov.reserve(facts), usage, "a")
         await asyncio.sleep(0)
-    for syncer in gov.stores.syncers():
-        await syncer.flush()
+    await flush(gov, before)
     times = []
     cpu = time.process_time()
     for _ in range(n):
@@ -64,8 +73,7 @@ async def measure(document: dict[str, Any], n: int) -> tuple[list[float], float]
         await gov.commit(res, usage, "a")
         await asyncio.sleep(0)
         times.append((time.perf_counter() - start) * 1e6)
-    for syncer in gov.stores.syncers():  # the deferred work (reports, ledger rows) counts
-        await syncer.flush()
+    await flush(gov, before)  # the deferred work (reports, ledger rows) counts
     cpu_us = (time.process_time() - cpu) / n * 1e6
     assert res.refusal is None
     await gov.stores.close()
@@ -81,14 +89,15 @@ def report(name: str, times: list[float], cpu_us: float, base: float) -> None:
           f"added {median - base:6.1f} us")
 
 
-def cases(tmp: str, redis_port: int) -> list[tuple[str, dict[str, Any]]]:
+def cases(tmp: str, redis_port: int, before: bool = False
+          ) -> list[tuple[str, dict[str, Any]]]:
     tpm = {"total_tokens": 10**12, "window": "minute"}
     money = {"money": 10**6, "window": "month"}
     sqlite = {"sqlite_path": str(Path(tmp) / "spend.db")}
     redis = {"policy": "redis", "redis_host": "127.0.0.1", "redis_port": redis_port}
+    process = {} if before else {"local_counters": "process"}
     return [("none", doc(None, sqlite)),
-            ("in-process", doc({"limits": [tpm]}, {**sqlite, "ledger": "none",
-                                                   "local_counters": "process"})),
+            ("in-process", doc({"limits": [tpm]}, {**sqlite, "ledger": "none", **process})),
             ("embedded", doc({"limits": [tpm, money]}, sqlite)),
             ("redis", doc({**redis, "limits": [tpm, money]},
                           {**sqlite, "ledger": "redis", "redis": {"port": redis_port}}))]
@@ -98,6 +107,8 @@ def main() -> None:
     args = argparse.ArgumentParser()
     args.add_argument("--n", type=int, default=3000)
     args.add_argument("--repeat", type=int, default=1)
+    args.add_argument("--case", action="append", help="only these cases (repeatable)")
+    args.add_argument("--before", action="store_true")
     parsed = args.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         server = RedisServer(Path(tmp))
@@ -105,8 +116,10 @@ def main() -> None:
         try:
             for _ in range(parsed.repeat):
                 base = 0.0
-                for name, document in cases(tmp, server.port):
-                    times, cpu_us = asyncio.run(measure(document, parsed.n))
+                for name, document in cases(tmp, server.port, parsed.before):
+                    if parsed.case and name not in parsed.case:
+                        continue
+                    times, cpu_us = asyncio.run(measure(document, parsed.n, parsed.before))
                     base = statistics.median(times) if name == "none" else base
                     report(name, times, cpu_us, base)
         finally:

@@ -90,8 +90,7 @@ async def admit_leased(stores: StoreSet, res: Reservation, wants: list[Want], lo
         lease = w.site.lease
         assert lease is not None
         leases.append(lease)
-        if roomy and (lease.pending or now - lease.synced_at >= stale
-                      or lease.room() < w.fixed + w.per * high):
+        if roomy and (now - lease.synced_at >= stale or lease.room() < w.fixed + w.per * high):
             roomy = False
     if roomy:
         return _place(res, wants, leases, set(), low, high, instance, now)

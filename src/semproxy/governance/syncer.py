@@ -79,7 +79,9 @@ class LeaseSyncer:
         return lease
 
     def is_fresh(self, lease: Lease, now: float) -> bool:
-        return now - lease.synced_at < self.settings.stale_s and not lease.pending
+        """Synced recently enough to admit from (its room is right even while a sync is
+        open: `Lease.room` takes the smaller of before and after)."""
+        return now - lease.synced_at < self.settings.stale_s
 
     def record(self, entry: SpendEntry) -> None:
         self._entries.append(entry)
