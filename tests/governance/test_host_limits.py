@@ -14,27 +14,28 @@ REQUESTS, TOKENS = 300, 40_000
 NOW = 1_800_000_000.0 + 100  # 100 s into an hour: every request falls in one window
 
 
-def run_two(doc: dict[str, object]) -> list[dict[str, int]]:
+def run_two(docs: list[dict[str, object]]) -> list[list[dict[str, int]]]:
+    """Each document in turn, by the same two worker processes started at once."""
     ctx = multiprocessing.get_context("spawn")
     with ctx.Manager() as manager, ctx.Pool(2) as pool:
-        start = manager.Barrier(2)
-        jobs = [pool.apply_async(take_until_refused, (doc, seed, 100, NOW, start))
-                for seed in (1, 2)]
-        return [job.get(timeout=120) for job in jobs]
+        runs = []
+        for doc in docs:
+            start = manager.Barrier(2)
+            jobs = [pool.apply_async(take_until_refused, (doc, seed, 100, NOW, start))
+                    for seed in (1, 2)]
+            runs.append([job.get(timeout=120) for job in jobs])
+        return runs
 
 
-def test_a_local_requests_limit_holds_across_two_worker_processes(tmp_path: Path) -> None:
-    doc = document({"limits": [{"requests": REQUESTS, "window": "hour"}]},
-                   governance={"sqlite_path": str(tmp_path / "host.db"), "ledger": "none"})
-    tallies = run_two(doc)
-    admitted = [t["admitted"] for t in tallies]
+def test_local_request_and_token_limits_hold_across_two_worker_processes(
+        tmp_path: Path) -> None:
+    requests, tokens = run_two([
+        document({"limits": [{"requests": REQUESTS, "window": "hour"}]},
+                 governance={"sqlite_path": str(tmp_path / "a.db"), "ledger": "none"}),
+        document({"limits": [{"total_tokens": TOKENS, "window": "hour"}]},
+                 governance={"sqlite_path": str(tmp_path / "b.db"), "ledger": "none"})])
+    admitted = [t["admitted"] for t in requests]
     assert all(n > 20 for n in admitted), admitted  # both workers served
     assert 0.97 * REQUESTS <= sum(admitted) <= REQUESTS, admitted
-
-
-def test_a_local_token_limit_holds_across_two_worker_processes(tmp_path: Path) -> None:
-    doc = document({"limits": [{"total_tokens": TOKENS, "window": "hour"}]},
-                   governance={"sqlite_path": str(tmp_path / "host.db"), "ledger": "none"})
-    tallies = run_two(doc)
-    assert all(t["admitted"] > 20 for t in tallies), tallies
-    assert 0.97 * TOKENS <= sum(t["tokens"] for t in tallies) <= TOKENS, tallies
+    assert all(t["admitted"] > 20 for t in tokens), tokens
+    assert 0.97 * TOKENS <= sum(t["tokens"] for t in tokens) <= TOKENS, tokens
