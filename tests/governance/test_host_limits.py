@@ -8,7 +8,7 @@ import multiprocessing
 from pathlib import Path
 
 from tests.governance.plans import document
-from tests.governance.workers import take_until_refused
+from tests.governance.workers import open_at_once, take_until_refused
 
 REQUESTS, TOKENS = 300, 40_000
 NOW = 1_800_000_000.0 + 100  # 100 s into an hour: every request falls in one window
@@ -39,3 +39,13 @@ def test_local_request_and_token_limits_hold_across_two_worker_processes(
     assert 0.97 * REQUESTS <= sum(admitted) <= REQUESTS, admitted
     assert all(t["admitted"] > 20 for t in tokens), tokens
     assert 0.97 * TOKENS <= sum(t["tokens"] for t in tokens) <= TOKENS, tokens
+
+
+def test_workers_opening_a_new_sqlite_file_together_all_succeed(tmp_path: Path) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Manager() as manager, ctx.Pool(2) as pool:
+        for i in range(20):  # switching to WAL used to answer "locked" to the slower one
+            start = manager.Barrier(2)
+            jobs = [pool.apply_async(open_at_once, (str(tmp_path / f"{i}.db"), start))
+                    for _ in range(2)]
+            assert [job.get(timeout=60) for job in jobs] == ["ok", "ok"]

@@ -131,3 +131,16 @@ def take_until_refused(doc: dict[str, Any], seed: int, tasks: int, now: float,
     """Requests against `policy: local` limits until refused (the per-host proof)."""
     start.wait(60)
     return asyncio.run(_take(doc, seed, tasks, now))
+
+
+def open_at_once(path: str, start: Any) -> str:
+    """Open a SQLite store the moment the other process does (workers starting together)."""
+    from semproxy.governance.sqlite_store import SqliteStore
+
+    store = SqliteStore(path)
+    start.wait(60)
+    try:
+        store._call(lambda db: db.execute("SELECT 1").fetchone())
+    except Exception as exc:  # the test wants to see any failure, whatever its type
+        return repr(exc)
+    return "ok"

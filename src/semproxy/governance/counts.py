@@ -48,6 +48,6 @@ def counts(gov: Governor) -> list[Count]:
                           (("store", syncer.health.name),), syncer.syncs))
     for (label, reason), value in sorted(gov.refusals.items()):
         rows.append(Count("semproxy_governance_refusals_total",
-                          "Requests refused by a limit or budget, by reason",
+                          "Refusals by a limit or budget (skipped: an instance passed over)",
                           (("limit", label), ("reason", reason)), value))
     return rows

@@ -46,7 +46,6 @@ from semproxy.governance.plan import GovernancePlan, RoutePolicy
 from semproxy.governance.plan_limits import resolve_key
 from semproxy.governance.pricing import FREE, Price
 from semproxy.governance.reservation import Placed, Reservation
-from semproxy.governance.store import SpendEntry
 from semproxy.governance.turns import Turns
 from semproxy.types import Usage
 
@@ -65,7 +64,8 @@ def _no_vars(name: str) -> str | None:
 @dataclass(frozen=True, slots=True)
 class RequestFacts:
     """What the admit phase knows. `input_tokens` is the input bound
-    (`tokens.input_bound(body).tokens`) and `input_proven` its `proven`; `var`
+    (`tokens.input_bound(body, plan.settings.image_tokens).tokens`, not an estimate:
+    the overshoot guarantee rests on it) and `input_proven` its `proven`; `var`
     resolves APISIX variables (remote_addr, http_x_..., consumer_name) for
     `rules[].key`; `max_tokens` is the client's."""
 
@@ -130,7 +130,7 @@ class Governor:
         await self._place(res, limits, _no_vars, policy.price(instance), low, instance)
         if res.refusal is None:
             return True
-        self._count(res)
+        self.refusals[(res.refusal.limit.label, "skipped")] += 1
         # Kept apart: the loop tries the next candidate; if none is left, this answers.
         res.skipped, res.refusal = res.refusal, None
         return False
@@ -148,9 +148,9 @@ class Governor:
         cost = price.cost(usage)
         ledger = self.plan.ledger
         if ledger is not None:
-            self.stores.syncer(ledger).record(SpendEntry(
+            self.stores.syncer(ledger).record(
                 self.clock(), res.route, instance or "", res.consumer or "", res.group or "",
-                res.end_user or "", usage.input, usage.output, usage.cached_input, cost))
+                res.end_user or "", usage.input, usage.output, usage.cached_input, cost)
         await self._settle(res, lambda lim: _charge(lim, usage, cost, raw_usage))
 
     async def release(self, res: Reservation) -> None:

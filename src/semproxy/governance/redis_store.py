@@ -203,13 +203,13 @@ def _by_day(entries: Sequence[SpendEntry]) -> dict[float, dict[str, int]]:
     """A batch's ledger sums per UTC day, as the day hashes' fields."""
     days: dict[float, dict[str, int]] = {}
     rows: dict[tuple[float, str, str, str, str, str], list[int]] = {}
-    for e in entries:  # sum identical keys first: a batch is mostly a few consumers
+    for e in entries:  # rows of one day and key are summed: a day hash has one field each
         key = (e.at // DAY * DAY, e.consumer, e.group, e.route, e.instance, e.end_user)
         row = rows.get(key)
         if row is None:
-            rows[key] = [1, e.input, e.output, e.cached_input, e.cost]
+            rows[key] = [e.requests, e.input, e.output, e.cached_input, e.cost]
         else:
-            row[0] += 1
+            row[0] += e.requests
             row[1] += e.input
             row[2] += e.output
             row[3] += e.cached_input
@@ -224,7 +224,7 @@ def _by_day(entries: Sequence[SpendEntry]) -> dict[float, dict[str, int]]:
 
 
 def _spend_fields(entry: SpendEntry) -> list[Any]:
-    values = (1, entry.input, entry.output, entry.cached_input, entry.cost)
+    values = (entry.requests, entry.input, entry.output, entry.cached_input, entry.cost)
     fields: list[Any] = []
     for dimension in DIMENSIONS:
         name = getattr(entry, dimension)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -42,10 +43,10 @@ CREATE TABLE IF NOT EXISTS leases (key TEXT NOT NULL, worker TEXT NOT NULL,
 CREATE INDEX IF NOT EXISTS leases_expiry ON leases (expires) WHERE hold > 0;
 CREATE TABLE IF NOT EXISTS markers (name TEXT PRIMARY KEY, res TEXT NOT NULL,
     expires REAL NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS ledger (at REAL NOT NULL, route TEXT, instance TEXT,
-    consumer TEXT, grp TEXT, end_user TEXT, input INTEGER, output INTEGER,
+CREATE TABLE IF NOT EXISTS spend (at REAL NOT NULL, route TEXT, instance TEXT,
+    consumer TEXT, grp TEXT, end_user TEXT, requests INTEGER, input INTEGER, output INTEGER,
     cached_input INTEGER, cost INTEGER);
-CREATE INDEX IF NOT EXISTS ledger_at ON ledger (at);
+CREATE INDEX IF NOT EXISTS spend_at ON spend (at);
 """
 T = TypeVar("T")
 SWEEP_EVERY = 1024  # transactions between removals of expired counters
@@ -75,17 +76,24 @@ class SqliteStore:
             raise StoreError(f"sqlite {self.path}: {exc}") from exc
 
     def _open(self) -> sqlite3.Connection:
+        """Connect and set the file up. Workers starting together race for it: switching
+        to WAL and creating the tables answer "locked" without waiting in SQLite's busy
+        handler, so that one step is retried here (on the store's thread, not the loop)."""
         Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
-                             timeout=self._busy_ms / 1000)
-        db.execute("PRAGMA journal_mode=WAL")
-        # NORMAL in WAL: a commit survives a process crash; only an OS crash or power
-        # loss may drop the last transactions (a few requests' spend).
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute(f"PRAGMA busy_timeout={int(self._busy_ms)}")
-        db.executescript(SCHEMA)
-        self._db = db
-        return db
+        deadline = time.monotonic() + self._busy_ms / 1000
+        while True:
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                                 timeout=self._busy_ms / 1000)
+            try:
+                _set_up(db, self._busy_ms)
+            except sqlite3.OperationalError as exc:
+                db.close()
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+                continue
+            self._db = db
+            return db
 
     async def reserve(self, res_id: str, holds: Sequence[Hold], low: int, high: int,
                       lease_s: float, now: float) -> Outcome:
@@ -164,8 +172,8 @@ class SqliteStore:
         if dimension not in _COLUMN:
             raise ValueError(f"dimension must be one of {', '.join(DIMENSIONS)}")
         column = _COLUMN[dimension]  # from a fixed table: never text from the caller
-        sql = (f"SELECT {column}, count(*), sum(input), sum(output), sum(cached_input), "
-               f"sum(cost) FROM ledger WHERE at >= ? AND at < ? GROUP BY {column} "
+        sql = (f"SELECT {column}, sum(requests), sum(input), sum(output), sum(cached_input), "
+               f"sum(cost) FROM spend WHERE at >= ? AND at < ? GROUP BY {column} "
                f"ORDER BY sum(cost) DESC, {column}")
         rows = await self._run(lambda db: db.execute(sql, (since, until)).fetchall())
         return [SpendRow(str(r[0]), *(int(v) for v in r[1:])) for r in rows]
@@ -198,12 +206,21 @@ class SqliteStore:
             db.execute("DELETE FROM markers WHERE expires <= ?", (now,))
 
 
-_LEDGER_ROW = "INSERT INTO ledger VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+def _set_up(db: sqlite3.Connection, busy_ms: int) -> None:
+    db.execute("PRAGMA journal_mode=WAL")
+    # NORMAL in WAL: a commit survives a process crash; only an OS crash or power
+    # loss may drop the last transactions (a few requests' spend).
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
+    db.executescript(SCHEMA)
+
+
+_LEDGER_ROW = "INSERT INTO spend VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 
 def _row(e: SpendEntry) -> tuple[object, ...]:
-    return (e.at, e.route, e.instance, e.consumer, e.group, e.end_user, e.input, e.output,
-            e.cached_input, e.cost)
+    return (e.at, e.route, e.instance, e.consumer, e.group, e.end_user, e.requests, e.input,
+            e.output, e.cached_input, e.cost)
 
 
 def _sync_one(db: sqlite3.Connection, worker: str, ask: LeaseAsk, until: float,

@@ -30,7 +30,9 @@ class StoreError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class SpendEntry:
-    """One answered request in the spend ledger; `cost` in nanos (pricing.py)."""
+    """Answered requests in the spend ledger: one, or `requests` of one route, instance,
+    consumer, group and end user summed over a minute (how workers write it: syncer.py);
+    `cost` in nanos (pricing.py)."""
 
     at: float
     route: str
@@ -42,6 +44,7 @@ class SpendEntry:
     output: int
     cached_input: int
     cost: int
+    requests: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +98,7 @@ def sum_rows(entries: Iterable[SpendEntry], dimension: str) -> list[SpendRow]:
     sums: dict[str, list[int]] = {}
     for e in entries:
         row = sums.setdefault(getattr(e, dimension), [0, 0, 0, 0, 0])
-        row[0] += 1
+        row[0] += e.requests
         row[1] += e.input
         row[2] += e.output
         row[3] += e.cached_input

@@ -8,11 +8,13 @@ held or unreported, and at once when a request needs more room than its leases
 have (`refresh`; requests that arrive during a round wait for the next one, so
 many waiting requests share one call).
 
-Ledger entries are sent in batches with an id: the store records a batch once,
-so a batch retried after a lost answer is not counted twice. While the store is
-down they are kept (up to `MAX_PENDING`, the oldest dropped and counted in
-`StoreHealth.lost_settles`) and leases keep their unreported use as plain
-numbers, so nothing is lost when the store is back.
+Ledger entries are summed per minute and per route, instance, consumer, group
+and end user as requests end (a few integer additions; a store writes one row
+per sum, not one per request), and sent in batches with an id: the store records
+a batch once, so a batch retried after a lost answer is not counted twice. While
+the store is down they are kept (up to `MAX_PENDING` rows, the oldest dropped
+and counted in `StoreHealth.lost_settles`) and leases keep their unreported use
+as plain numbers, so nothing is lost when the store is back.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ from semproxy.governance.health import StoreHealth
 from semproxy.governance.lease import Lease
 from semproxy.governance.store import CounterStore, SpendEntry, StoreError
 
-MAX_PENDING = 10_000  # ledger entries kept per store while it is unreachable
+MAX_PENDING = 10_000  # ledger rows kept per store while it is unreachable
+LEDGER_STEP_S = 60  # ledger rows sum the requests of one minute
+_Key = tuple[float, str, str, str, str, str]
 _workers = itertools.count(1)
 _process = os.urandom(4).hex()
 
@@ -59,7 +63,7 @@ class LeaseSyncer:
         self.syncs = 0  # store calls made (for the metrics layer)
         self._seq = 0
         self._batches: list[_Batch] = []  # sent and not acknowledged, oldest first
-        self._entries: list[SpendEntry] = []
+        self._sums: dict[_Key, list[int]] = {}  # requests, input, output, cached, cost
         self._queued: asyncio.Future[None] | None = None
         self._running: asyncio.Task[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
@@ -83,8 +87,19 @@ class LeaseSyncer:
         open: `Lease.room` takes the smaller of before and after)."""
         return now - lease.synced_at < self.settings.stale_s
 
-    def record(self, entry: SpendEntry) -> None:
-        self._entries.append(entry)
+    def record(self, at: float, route: str, instance: str, consumer: str, group: str,
+               end_user: str, input: int, output: int, cached_input: int, cost: int) -> None:
+        """One answered request for the ledger (summed with its minute's like)."""
+        key = (at // LEDGER_STEP_S * LEDGER_STEP_S, route, instance, consumer, group, end_user)
+        row = self._sums.get(key)
+        if row is None:
+            self._sums[key] = [1, input, output, cached_input, cost]
+        else:
+            row[0] += 1
+            row[1] += input
+            row[2] += output
+            row[3] += cached_input
+            row[4] += cost
         self.touch()
 
     def touch(self) -> None:
@@ -154,7 +169,7 @@ class LeaseSyncer:
 
     def _has_work(self) -> bool:
         """Anything to report, give back or keep alive (an idle current lease is not)."""
-        return bool(self._entries or self._batches) or any(
+        return bool(self._sums or self._batches) or any(
             lease.hold or lease.inflight or lease.spent != lease.reported or lease.pending
             for lease in self.leases.values())
 
@@ -163,10 +178,11 @@ class LeaseSyncer:
         stale_s = self.settings.stale_s
         chosen = [lease for lease in self.leases.values()
                   if release or lease.needs_sync(now, mono, stale_s)]
-        if self._entries:
+        if self._sums:
             self._seq += 1
-            self._batches.append(_Batch(f"{self.worker}.{self._seq}", self._entries))
-            self._entries = []
+            rows = [SpendEntry(*key, r[1], r[2], r[3], r[4], r[0]) for key, r in self._sums.items()]
+            self._batches.append(_Batch(f"{self.worker}.{self._seq}", rows))
+            self._sums = {}
         if not chosen and not self._batches:
             self._drop_done(now)
             return
