@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from semproxy.config.loader import load_data
@@ -44,7 +46,8 @@ def plan_of(doc: dict[str, Any]) -> GovernancePlan:
 
 
 def governor(doc: dict[str, Any], clock: Clock, tmp_sqlite: str | None = None) -> Governor:
-    if tmp_sqlite is not None:
-        doc.setdefault("governance", {})["sqlite_path"] = tmp_sqlite
+    # Local limits count per host in the SQLite file: never the working directory's.
+    path = tmp_sqlite or str(Path(tempfile.mkdtemp(prefix="semproxy-gov-")) / "spend.db")
+    doc.setdefault("governance", {}).setdefault("sqlite_path", path)
     plan = plan_of(doc)
     return Governor(plan, StoreSet.for_plan(plan), clock)

@@ -1,5 +1,11 @@
 """Proofs with real processes: a money budget holds across two OS processes sharing one
-real redis-server (or one SQLite file), with hundreds of concurrent requests in each."""
+real redis-server (or one SQLite file), with hundreds of concurrent requests in each.
+
+The bound proved: the committed spend never passes the budget by more than ONE
+request's estimation error (the most any single answer cost beyond its hold),
+however many requests and processes run at once (tests/governance/workers.py
+makes one request in five miss its bound by up to 5,000 tokens; on Redis every
+other answer uses its whole hold, so nothing hides the errors)."""
 
 from __future__ import annotations
 
@@ -20,11 +26,15 @@ from semproxy.types import Usage
 BUDGET = 2.0  # dollars; prices 2 (input) and 8 (output) per million tokens
 
 
-def run_two_processes(doc: dict[str, Any], tasks: int, consumer: str | None = None
-                      ) -> list[dict[str, int]]:
+def run_two_processes(doc: dict[str, Any], tasks: int, consumer: str | None = None,
+                      realistic: bool = True) -> list[dict[str, int]]:
     ctx = multiprocessing.get_context("spawn")
-    with ctx.Pool(2) as pool:
-        jobs = [pool.apply_async(spend_until_refused, (doc, seed, tasks, consumer))
+    # Both start spending at once: a process that started first could otherwise spend
+    # the whole budget while the other is still importing.
+    with ctx.Manager() as manager, ctx.Pool(2) as pool:
+        start = manager.Barrier(2)
+        jobs = [pool.apply_async(spend_until_refused,
+                                 (doc, seed, tasks, consumer, start, realistic))
                 for seed in (1, 2)]
         return [job.get(timeout=120) for job in jobs]
 
@@ -45,11 +55,12 @@ async def committed(doc: dict[str, Any], consumer: str | None = None) -> int:
 def test_a_money_budget_holds_across_two_processes_on_one_redis(redis: RedisServer) -> None:
     doc = document({"policy": "redis", "redis_host": "127.0.0.1", "redis_port": redis.port,
                     "limits": [{"money": BUDGET, "window": "month"}]})
-    tallies = run_two_processes(doc, tasks=300)
+    tallies = run_two_processes(doc, tasks=300, realistic=False)
     total = asyncio.run(committed(doc))
-    biggest = max(t["biggest_hold"] for t in tallies)
+    one_error = max(t["worst_error"] for t in tallies)
     assert all(t["admitted"] > 50 and t["refused"] > 0 for t in tallies)  # both competed
-    assert total <= from_money(BUDGET) + biggest
+    assert sum(t["unproven"] for t in tallies) > 0
+    assert total <= from_money(BUDGET) + one_error
     assert total >= 0.9 * from_money(BUDGET)  # and the budget was really used up
 
 
@@ -65,7 +76,7 @@ def test_a_sqlite_budget_is_shared_by_two_processes_and_survives_a_restart(
     total = asyncio.run(committed(doc, consumer="alice"))
     assert all(t["admitted"] > 10 for t in tallies)
     assert from_money(BUDGET) * 0.9 <= total <= from_money(BUDGET) + max(
-        t["biggest_hold"] for t in tallies)
+        t["worst_error"] for t in tallies)
 
     async def after_restart() -> None:
         plan = plan_of(doc)

@@ -57,3 +57,12 @@ def test_a_negative_price_is_refused_at_its_path() -> None:
     doc["routes"][0]["plugins"]["ai-proxy-multi"]["instances"][0]["pricing"]["output"] = -2
     assert any(e.startswith("routes[0].plugins.ai-proxy-multi.instances[0].pricing.output")
                for e in errors(doc))
+
+
+def test_the_plan_settings_default_to_the_config_defaults() -> None:
+    # governance/ imports no config, so the plan keeps its own copy of the defaults.
+    from semproxy.config.limits import Governance
+    from semproxy.config.limits_plan import settings
+    from semproxy.governance.plan import PlanSettings
+
+    assert settings(Governance()) == PlanSettings()

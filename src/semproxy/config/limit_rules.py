@@ -16,6 +16,7 @@ import hashlib
 from collections.abc import Callable
 
 from semproxy.config import limits as c
+from semproxy.governance.cost_expr import CostExpr, CostExprError, compile_cost
 from semproxy.governance.model import Limit, Scope, Unit
 from semproxy.governance.plan import StoreSpec
 from semproxy.governance.pricing import from_money
@@ -36,7 +37,7 @@ def store_of(kind: str, target: RedisTarget | None, stores: dict[str, StoreSpec]
         name = "redis:" + hashlib.sha256(repr(target).encode()).hexdigest()[:12]
         stores.setdefault(name, StoreSpec("redis", redis=target))
         return name
-    if kind == "sqlite":
+    if kind == "sqlite" or (kind == "local" and gov.local_counters == "host"):
         stores.setdefault("sqlite", StoreSpec("sqlite", path=gov.sqlite_path))
         return "sqlite"
     stores.setdefault("memory", StoreSpec("memory"))
@@ -67,8 +68,9 @@ def redis_target(conf: c.AIRateLimiting, path: str, report: Report) -> RedisTarg
                            sentinel_username=conf.sentinel_username,
                            sentinel_password=conf.sentinel_password,
                            **common)  # type: ignore[arg-type]
-    report(f"{path}.policy", "redis-cluster is not supported yet: use redis or redis-sentinel "
-           "(docs/en/governance.md)")
+    report(f"{path}.policy", "redis-cluster is not supported: a request's counters and the "
+           "ledger span hash slots, and one Lua script must stay in one slot; use redis or "
+           "redis-sentinel (docs/en/governance.md)")
     return None
 
 
@@ -83,7 +85,8 @@ def _count(value: int | str, path: str, report: Report) -> int | None:
 
 
 def apisix_limits(conf: c.AIRateLimiting, path: str, route: str, names: list[str],
-                  stores: dict[str, StoreSpec], report: Report) -> tuple[Limit, ...]:
+                  stores: dict[str, StoreSpec], gov: c.Governance, report: Report
+                  ) -> tuple[Limit, ...]:
     has_pair, has_rules = conf.limit is not None or conf.time_window is not None, bool(conf.rules)
     if has_pair and (conf.limit is None or conf.time_window is None):
         report(f"{path}.{'time_window' if conf.limit is not None else 'limit'}",
@@ -94,14 +97,13 @@ def apisix_limits(conf: c.AIRateLimiting, path: str, route: str, names: list[str
         return ()
     if not (has_pair or has_rules or conf.instances or conf.limits):
         report(path, "give limit and time_window, instances, rules or limits")
-    if conf.limit_strategy == "expression":
-        report(f"{path}.limit_strategy", "expression (cost_expr) is not supported yet")
+    cost = _cost(conf, path, report)
+    if conf.limit_strategy == "expression" and cost is None:
         return ()
-    if conf.cost_expr is not None:
-        report(f"{path}.cost_expr", "only valid with limit_strategy expression")
     target = redis_target(conf, path, report)
-    store = store_of("redis" if target else "memory", target, stores, c.Governance())
-    base = dict(unit=STRATEGY[conf.limit_strategy], store=store,
+    store = store_of("redis" if target else "local", target, stores, gov)
+    unit = Unit.EXPRESSION if cost is not None else STRATEGY[conf.limit_strategy]
+    base = dict(unit=unit, cost=cost, store=store,
                 deny_on_store_error=_deny(None, conf), rejected_code=conf.rejected_code,
                 rejected_msg=conf.rejected_msg, quota_headers=conf.show_limit_quota_header,
                 apisix=True)
@@ -141,6 +143,22 @@ def apisix_limits(conf: c.AIRateLimiting, path: str, route: str, names: list[str
     return tuple(out)
 
 
+def _cost(conf: c.AIRateLimiting, path: str, report: Report) -> CostExpr | None:
+    """The compiled `cost_expr` of `limit_strategy: expression` (None otherwise)."""
+    if conf.limit_strategy != "expression":
+        if conf.cost_expr is not None:
+            report(f"{path}.cost_expr", "only valid with limit_strategy expression")
+        return None
+    if conf.cost_expr is None:
+        report(f"{path}.cost_expr", "required when limit_strategy is expression")
+        return None
+    try:
+        return compile_cost(conf.cost_expr)
+    except CostExprError as exc:
+        report(f"{path}.cost_expr", str(exc))
+        return None
+
+
 def own_limits(conf: c.AIRateLimiting, path: str, owner: str, forced: Scope | None,
                names: list[str], stores: dict[str, StoreSpec], gov: c.Governance,
                report: Report) -> tuple[Limit, ...]:
@@ -153,7 +171,7 @@ def own_limits(conf: c.AIRateLimiting, path: str, owner: str, forced: Scope | No
         limit = _own(spec, lpath, owner, forced, names, report)
         if limit is None:
             continue
-        kind = "redis" if target else "sqlite" if limit.unit is Unit.MONEY else "memory"
+        kind = "redis" if target else "sqlite" if limit.unit is Unit.MONEY else "local"
         out.append(Limit(
             id=limit.id, scope=limit.scope, unit=limit.unit, amount=limit.amount,
             window=limit.window, label=limit.label, instance=limit.instance,

@@ -112,7 +112,7 @@ class AIRateLimiting(RedisFields):
     show_limit_quota_header: bool = True
     limit_strategy: Literal["total_tokens", "prompt_tokens", "completion_tokens",
                             "expression"] = "total_tokens"
-    cost_expr: Annotated[str, StringConstraints(min_length=1)] | None = None
+    cost_expr: Annotated[str, StringConstraints(min_length=1, max_length=500)] | None = None
     instances: list[InstanceQuota] | None = Field(default=None, min_length=1)
     rejected_code: int = Field(default=503, ge=200, le=599)
     rejected_msg: Annotated[str, StringConstraints(min_length=1)] | None = None
@@ -150,11 +150,24 @@ class LedgerRedis(Strict):
 
 
 class Governance(Strict):
-    """Where budgets and spend live (`governance` at the top of the config)."""
+    """Where budgets and spend live (`governance` at the top of the config).
+
+    `local_counters`: where `policy: local` limits count. `host` (default): in the
+    SQLite file, shared by the workers of `serve --workers N` as APISIX's workers
+    share a node's counters; `process`: in each process's memory (one worker, or
+    a read-only disk). `sync_interval`: seconds between a worker's lease syncs
+    with each store (governance/lease.py). `image_tokens`: what admission holds
+    for one image of a request's input. `unbounded_input_wait`: how long a request
+    whose input has no proven bound (audio, files, state kept upstream) waits for
+    its turn: such requests run one at a time against a limit that depends on input."""
 
     sqlite_path: Annotated[str, StringConstraints(min_length=1)] = "semproxy-spend.db"
     ledger: Literal["sqlite", "redis", "none"] = "sqlite"
     redis: LedgerRedis | None = None
+    local_counters: Literal["host", "process"] = "host"
     reservation_lease: float = Field(default=900.0, ge=1, le=86400)
+    sync_interval: float = Field(default=0.25, ge=0.01, le=10)
+    image_tokens: int = Field(default=4096, ge=1, le=1_000_000)
+    unbounded_input_wait: float = Field(default=2.0, ge=0, le=60)
     store_error_log_interval: float = Field(default=60.0, gt=0)
     store_retry_after: float = Field(default=1.0, ge=0, le=60)

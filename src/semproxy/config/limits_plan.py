@@ -66,7 +66,7 @@ def _route(route: s.Route, path: str, stores: dict[str, StoreSpec], gov: c.Gover
             worst = worst.most(price)
         return RoutePolicy(route.id, (), {}, MappingProxyType(prices), worst) if prices else None
     ppath = f"{path}.plugins.ai-rate-limiting"
-    apisix = apisix_limits(conf, ppath, route.id, names, stores, report)
+    apisix = apisix_limits(conf, ppath, route.id, names, stores, gov, report)
     own = own_limits(conf, ppath, f"route:{route.id}", None, names, stores, gov, report)
     unpriced = [n for n in names if n not in prices]
     for j, limit in enumerate(own):
@@ -128,5 +128,6 @@ def _ledger(gov: c.Governance, stores: dict[str, StoreSpec]) -> str | None:
 
 
 def settings(gov: c.Governance) -> PlanSettings:
-    return PlanSettings(gov.reservation_lease, gov.store_error_log_interval,
+    return PlanSettings(gov.reservation_lease, gov.sync_interval, gov.image_tokens,
+                        gov.unbounded_input_wait, gov.store_error_log_interval,
                         gov.store_retry_after)

@@ -6,15 +6,19 @@
     await governor.commit(reservation, usage, instance)  # account phase, after an answer
     await governor.release(reservation)                  # account phase, nothing was sent
 
-How a budget holds: every applicable limit's worst case (estimated input plus
+How a budget holds: every applicable limit's worst case (the input bound plus
 the granted output, priced at the route's dearest instance before one is
-picked) is held atomically in its store before the request goes on, so any
-number of concurrent requests and replicas see each other's holds. The answer
-then replaces the hold with what it really used. The output part cannot be
-exceeded (the upstream gets `max_tokens`), so a budget overshoots only by what
-the input estimate missed on the requests in flight when it ran out
-(docs/en/governance.md). Limits in different stores are reserved store by
-store; a refusal in a later store releases the earlier ones.
+picked) is held before the request goes on, in the worker's lease on that
+counter (governance/lease.py), which its store granted atomically next to every
+other worker's use and holds; so any number of concurrent requests, workers and
+replicas see each other's holds. The answer then replaces the hold with what it
+really used. Neither part of a hold can be exceeded: the upstream gets
+`max_tokens`, and the input bound is never under a byte-level tokenizer's count
+(governance/tokens.py). A request whose input has no proven bound (audio, files,
+state kept upstream) is reserved in its store directly and takes its limits'
+exclusive markers, so at most one such request runs against a limit at a time:
+a budget's overshoot is at most that one request's error, whatever the
+concurrency and the number of replicas (docs/en/governance.md).
 """
 
 from __future__ import annotations
@@ -22,21 +26,26 @@ from __future__ import annotations
 import itertools
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from semproxy.governance.admission import (
+    Site,
+    Want,
+    admit_leased,
+    admit_reserved,
+    busy_refusal,
+    drop_reserved,
+    site_for,
+)
 from semproxy.governance.governor_stores import StoreSet
-from semproxy.governance.model import Hold, Limit, Scope, Settle, Unit
+from semproxy.governance.model import Limit, Scope, Settle, Unit
 from semproxy.governance.plan import GovernancePlan, RoutePolicy, resolve_key
 from semproxy.governance.pricing import FREE, Price
-from semproxy.governance.reservation import (
-    Placed,
-    Reading,
-    Refusal,
-    Reservation,
-    refusal_for,
-)
-from semproxy.governance.store import SpendEntry, StoreError
+from semproxy.governance.reservation import Placed, Reservation
+from semproxy.governance.turns import Turns
 from semproxy.types import Usage
 
 # The output a reservation holds when neither the client nor the route gives
@@ -53,8 +62,11 @@ def _no_vars(name: str) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class RequestFacts:
-    """What the admit phase knows. `var` resolves APISIX variables (remote_addr,
-    http_x_..., consumer_name) for `rules[].key`; `max_tokens` is the client's."""
+    """What the admit phase knows. `input_tokens` is the input bound
+    (`tokens.input_bound(body, plan.settings.image_tokens).tokens`, not an estimate:
+    the overshoot guarantee rests on it) and `input_proven` its `proven`; `var`
+    resolves APISIX variables (remote_addr, http_x_..., consumer_name) for
+    `rules[].key`; `max_tokens` is the client's."""
 
     route: str
     consumer: str | None = None
@@ -62,6 +74,7 @@ class RequestFacts:
     input_tokens: int = 0
     max_tokens: int | None = None
     var: Callable[[str], str | None] = _no_vars
+    input_proven: bool = True
 
 
 class Governor:
@@ -71,6 +84,15 @@ class Governor:
         self.stores = stores
         self.clock = clock
         self.lease_s = plan.settings.reservation_lease
+        self.unproven_wait_s = plan.settings.unbounded_input_wait
+        # Refusals by (limit label, reason): plain ints the metrics layer reads at scrape
+        # time (governance/counts.py), never a Prometheus call per request.
+        self.refusals: Counter[tuple[str, str]] = Counter()
+        # Per (limit, scope value): the current window's counter and lease, until it ends.
+        self._sites: dict[tuple[str, str], Site] = {}
+        self._sweep_at = _SITES_SWEEP
+        self._turns = Turns()
+        stores.bind_clock(clock)
 
     async def reserve(self, facts: RequestFacts) -> Reservation:
         policy = self.plan.policy(facts.route)
@@ -80,12 +102,15 @@ class Governor:
         res = Reservation(f"{_prefix}{next(_ids):x}", facts.route, facts.consumer, group,
                           (facts.end_user or "")[:MAX_END_USER] or None,
                           facts.input_tokens, high or FALLBACK_MAX_TOKENS)
+        res.proven = facts.input_proven
         if not limits:
             return res
         low = min(policy.clamp_min, res.output) if policy and policy.clamp else res.output
         price = policy.worst_price if policy else FREE
         await self._place(res, limits, facts.var, price, low, None)
-        if res.refusal is None and (res.output != facts.max_tokens):
+        if res.refusal is not None:
+            self._count(res)
+        elif res.output != facts.max_tokens:
             needs_output = any(p.limit.unit in _OUTPUT_UNITS for p in res.placed)
             res.max_tokens = res.output if needs_output else None
         return res
@@ -104,12 +129,15 @@ class Governor:
         await self._place(res, limits, _no_vars, policy.price(instance), low, instance)
         if res.refusal is None:
             return True
+        self.refusals[(res.refusal.limit.label, "skipped")] += 1
         # Kept apart: the loop tries the next candidate; if none is left, this answers.
         res.skipped, res.refusal = res.refusal, None
         return False
 
-    async def commit(self, res: Reservation, usage: Usage, instance: str | None = None) -> None:
-        """Settle with what the answer used (also for an upstream error: requests count)."""
+    async def commit(self, res: Reservation, usage: Usage, instance: str | None = None,
+                     raw_usage: Mapping[str, Any] | None = None) -> None:
+        """Settle with what the answer used (also for an upstream error: requests count).
+        `raw_usage` is the provider's usage object, for `cost_expr` fields beyond `usage`."""
         if res.settled:
             return
         res.settled = True
@@ -117,16 +145,23 @@ class Governor:
         policy = self.plan.policy(res.route)
         price = policy.price(instance) if policy else FREE
         cost = price.cost(usage)
-        entry = SpendEntry(self.clock(), res.route, instance or "", res.consumer or "",
-                           res.group or "", res.end_user or "", usage.input, usage.output,
-                           usage.cached_input, cost)
-        await self._settle(res, lambda lim: lim.charge(usage.input, usage.output, cost), entry)
+        ledger = self.plan.ledger
+        if ledger is not None:
+            self.stores.syncer(ledger).record(
+                self.clock(), res.route, instance or "", res.consumer or "", res.group or "",
+                res.end_user or "", usage.input, usage.output, usage.cached_input, cost)
+        await self._settle(res, lambda lim: _charge(lim, usage, cost, raw_usage))
 
     async def release(self, res: Reservation) -> None:
         """Settle with nothing used: the request never reached an upstream."""
         if not res.settled:
             res.settled = True
-            await self._settle(res, lambda lim: 0, None)
+            await self._settle(res, lambda lim: 0)
+
+    def _count(self, res: Reservation) -> None:
+        refusal = res.refusal
+        if refusal is not None:
+            self.refusals[(refusal.limit.label, "busy" if refusal.busy else refusal.reason)] += 1
 
     def _admit_limits(self, policy: RoutePolicy | None, consumer: str | None,
                       group: str | None) -> list[Limit]:
@@ -141,69 +176,39 @@ class Governor:
                      var: Callable[[str], str | None], price: Price, low: int,
                      instance: str | None) -> None:
         now = self.clock()
-        by_store: dict[str, list[tuple[Limit, Hold, float]]] = {}
+        wants: list[Want] = []
+        sites = self._sites
         for limit in limits:
             value = self._scope_value(limit, res, var, instance)
             if value is None:
                 continue  # e.g. a consumer limit on an anonymous request
-            slots = limit.window.slots(now)
-            base = f"{limit.id}|{value}|"
-            fixed, per = limit.shape(res.input_tokens, price)
-            hold = Hold(base + slots.charge, tuple(base + b for b in slots.reads),
-                        limit.amount, fixed, per, slots.ttl_s)
-            by_store.setdefault(limit.store, []).append((limit, hold, slots.reset_s))
-        step = res.next_step()
-        for name, items in by_store.items():
-            if not await self._place_in(res, step, name, items, low, instance, now):
-                await self._drop(res, [p for p in res.placed if p.owner == step])
-                return
+            site = sites.get((limit.id, value))
+            if site is None or site.end <= now or site.limit is not limit:
+                site = self._new_site(limit, value, now)
+            fixed, per = limit.shape(res.input_tokens, price, res.output)
+            wants.append(Want(site, fixed, per))
+        if not wants:
+            return
+        if res.proven or not any(w.limit.unit.follows_input for w in wants):
+            await admit_leased(self.stores, res, wants, low, instance, now)
+            return
+        markers = [w.site.marker for w in wants if w.limit.unit.follows_input]
+        if not await self._turns.take(markers, self.unproven_wait_s):
+            res.refusal = busy_refusal(next(w.limit for w in wants if w.limit.unit.follows_input))
+            return
+        res.turns += tuple(markers)
+        if not await admit_reserved(self.stores, res, wants, low, instance, self.lease_s, now,
+                                    self.unproven_wait_s):
+            self._turns.give(markers)
+            res.turns = res.turns[:-len(markers)]
 
-    async def _place_in(self, res: Reservation, step: str, name: str,
-                        items: list[tuple[Limit, Hold, float]], low: int,
-                        instance: str | None, now: float) -> bool:
-        holds = [hold for _, hold, _ in items]
-        health = self.stores.health(name)
-        try:
-            if health.is_down(now):
-                raise StoreError(f"{name}: not retried until {health.down_until:.3f}")
-            outcome = await self.stores.get(name).reserve(step, holds, low, res.output,
-                                                          self.lease_s, now)
-            health.recovered()
-        except StoreError as exc:
-            health.failed(now, exc)
-            return self._on_store_error(res, step, name, items)
-        if not outcome.granted:
-            limit, _, reset_s = items[outcome.refused]
-            res.refusal = refusal_for(limit, outcome.remaining[0], reset_s)
-            res.readings.append(Reading(limit, 0, reset_s, instance))
-            return False
-        res.output = outcome.output
-        for (limit, hold, reset_s), left in zip(items, outcome.remaining, strict=True):
-            res.placed.append(Placed(limit, name, step, hold.counter, hold.ttl_s, True))
-            res.readings.append(Reading(limit, max(left, 0), reset_s, instance))
-            if limit.unit is Unit.MONEY and limit.amount:
-                self._note_budget(res, limit, left)
-        return True
-
-    def _on_store_error(self, res: Reservation, step: str, name: str,
-                        items: list[tuple[Limit, Hold, float]]) -> bool:
-        deny = any(limit.deny_on_store_error for limit, _, _ in items)
-        self.stores.health(name).decided(deny)
-        if deny:
-            limit = next(lim for lim, _, _ in items if lim.deny_on_store_error)
-            res.refusal = Refusal(limit, "store", 503, self.stores.health(name).retry_after_s,
-                                  0, "limit store unavailable")
-            return False
-        res.placed += [Placed(lim, name, step, hold.counter, hold.ttl_s, False)
-                       for lim, hold, _ in items]
-        return True
-
-    @staticmethod
-    def _note_budget(res: Reservation, limit: Limit, left: int) -> None:
-        share = 1 - max(left, 0) / limit.amount
-        if share > res.budget_fraction:
-            res.budget_fraction = share
-            res.tier = sum(1 for t in limit.tiers if share >= t)
+    def _new_site(self, limit: Limit, value: str, now: float) -> Site:
+        if len(self._sites) >= self._sweep_at:
+            for key in [k for k, site in self._sites.items() if site.end <= now]:
+                del self._sites[key]
+            self._sweep_at = max(_SITES_SWEEP, 2 * len(self._sites))
+        site = self._sites[(limit.id, value)] = site_for(self.stores, limit, value, now)
+        return site
 
     @staticmethod
     def _scope_value(limit: Limit, res: Reservation, var: Callable[[str], str | None],
@@ -221,30 +226,38 @@ class Governor:
             return f"{res.route}/{instance}"
         return resolve_key(limit.key or "", var)
 
-    async def _settle(self, res: Reservation, amount: Callable[[Limit], int],
-                      entry: SpendEntry | None) -> None:
-        now = self.clock()
-        groups: dict[tuple[str, str], list[Settle]] = {}
+    async def _settle(self, res: Reservation, amount: Callable[[Limit], int]) -> None:
+        if res.turns:
+            self._turns.give(res.turns)
+            res.turns = ()
+        reserved: dict[tuple[str, str], list[Settle]] = {}
         for p in res.placed:
-            groups.setdefault((p.store, p.owner), []).append(
-                Settle(p.counter, amount(p.limit), p.ttl_s))
-        ledger = self.plan.ledger if entry is not None else None
-        if ledger is not None and not any(store == ledger for store, _ in groups):
-            groups[(ledger, f"{res.id}.0")] = []
-        for (name, owner), settles in groups.items():
-            record = entry if name == ledger else None
-            ledger = None if record is not None else ledger
-            await self.stores.settle(name, owner, settles, now, record)
+            used = amount(p.limit)
+            if p.lease is not None:
+                p.lease.give(p.amount if p.held else 0, used)
+                self.stores.syncer(p.store).touch()
+            else:
+                reserved.setdefault((p.store, p.owner), []).append(
+                    Settle(p.counter, used, p.ttl_s, p.marker))
+        if reserved:
+            now = self.clock()
+            for (name, owner), settles in reserved.items():
+                await self.stores.settle(name, owner, settles, now)
 
     async def _drop(self, res: Reservation, placed: list[Placed]) -> None:
-        """Give back holds placed for nothing (a later store refused, another instance)."""
-        now = self.clock()
-        groups: dict[tuple[str, str], list[Settle]] = {}
+        """Give back holds placed for nothing (another instance is tried)."""
         for p in placed:
-            groups.setdefault((p.store, p.owner), []).append(Settle(p.counter, 0, p.ttl_s))
-        for (name, owner), settles in groups.items():
-            await self.stores.settle(name, owner, settles, now, None)
+            if p.lease is not None:
+                p.lease.give(p.amount if p.held else 0, 0)
+        await drop_reserved(self.stores, [p for p in placed if p.lease is None], self.clock())
         res.placed = [p for p in res.placed if p not in placed]
 
 
-_OUTPUT_UNITS = (Unit.OUTPUT_TOKENS, Unit.TOTAL_TOKENS, Unit.MONEY)
+def _charge(limit: Limit, usage: Usage, cost: int, raw: Mapping[str, Any] | None) -> int:
+    if limit.cost is not None:
+        return limit.cost.evaluate(usage, raw) or 0
+    return limit.charge(usage.input, usage.output, cost)
+
+
+_SITES_SWEEP = 10_000  # cached sites before the ended ones are swept
+_OUTPUT_UNITS = (Unit.OUTPUT_TOKENS, Unit.TOTAL_TOKENS, Unit.MONEY, Unit.EXPRESSION)

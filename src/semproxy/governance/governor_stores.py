@@ -1,15 +1,24 @@
-"""The stores a plan names, opened once and kept across config versions.
+"""The stores a plan names, opened once and kept across config versions, with their leases.
 
-`StoreSet.settle` never raises: a settle the store could not take is kept (up to
-`MAX_PENDING`) and sent again before the next settle to that store succeeds,
-so the counts are right once the store is back. Settling is idempotent per
-reservation step, so a retry after an answer lost on the way back counts once.
+Each store has a `LeaseSyncer` (the worker's leases on it and its ledger
+buffer: governance/syncer.py) and a `StoreHealth`. Both survive a reload with
+the store, so a new config version keeps the leases and the counts of the old.
+
+`settle` (a single reservation's, for requests whose input has no proven bound)
+never raises: a settle the store could not take is kept (up to `MAX_PENDING`)
+and sent again before the next settle to that store succeeds. Settling is
+idempotent per reservation step, so a retry after a lost answer counts once.
+
+`get(name)` is the store as readers see it (`used`, `spend`): this worker's
+unreported use and ledger entries are flushed first and its lease surplus is
+given back, so a read counts what was really used and held.
 """
 
 from __future__ import annotations
 
+import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from semproxy.governance.health import StoreHealth
@@ -18,9 +27,10 @@ from semproxy.governance.model import Settle
 from semproxy.governance.plan import GovernancePlan, StoreSpec
 from semproxy.governance.redis_store import RedisStore
 from semproxy.governance.sqlite_store import SqliteStore
-from semproxy.governance.store import CounterStore, SpendEntry, StoreError
+from semproxy.governance.store import CounterStore, SpendRow, StoreError
+from semproxy.governance.syncer import LeaseSyncer, SyncSettings
 
-MAX_PENDING = 10_000  # settles kept per store while it is unreachable
+MAX_PENDING = 10_000  # single-reservation settles kept per store while it is unreachable
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +38,6 @@ class _Pending:
     owner: str
     settles: tuple[Settle, ...]
     now: float
-    entry: SpendEntry | None
 
 
 def open_store(spec: StoreSpec, name: str) -> CounterStore:
@@ -41,12 +50,30 @@ def open_store(spec: StoreSpec, name: str) -> CounterStore:
     return MemoryStore(name, keep_ledger=True)
 
 
+class StoreView:
+    """A store for reading: `used` and `spend` after this worker's leases are flushed."""
+
+    def __init__(self, store: CounterStore, syncer: LeaseSyncer) -> None:
+        self._store, self._syncer = store, syncer
+
+    async def used(self, reads: Sequence[str], now: float) -> int:
+        await self._syncer.flush(release=True)
+        return await self._store.used(reads, now)
+
+    async def spend(self, dimension: str, since: float, until: float) -> list[SpendRow]:
+        await self._syncer.flush()
+        return await self._store.spend(dimension, since, until)  # type: ignore[attr-defined, no-any-return]
+
+
 class StoreSet:
     def __init__(self, stores: Mapping[str, CounterStore], log_interval_s: float = 60.0,
-                 retry_after_s: float = 1.0) -> None:
+                 retry_after_s: float = 1.0, sync: SyncSettings | None = None) -> None:
         self._stores = dict(stores)
         self._health = {name: StoreHealth(name, log_interval_s, retry_after_s)
                         for name in stores}
+        settings = sync or SyncSettings()
+        self._syncers = {name: LeaseSyncer(store, self._health[name], settings)
+                         for name, store in stores.items()}
         self._pending: dict[str, deque[_Pending]] = {name: deque() for name in stores}
         self._flushing: set[str] = set()
 
@@ -56,14 +83,28 @@ class StoreSet:
         reuse = previous._stores if previous else {}
         stores = {name: reuse[name] if name in reuse else open_store(spec, name)
                   for name, spec in plan.stores.items()}
-        settings = plan.settings
-        made = cls(stores, settings.store_error_log_interval, settings.store_retry_after)
+        s = plan.settings
+        sync = SyncSettings(s.sync_interval, max(4 * s.sync_interval, 1.0), s.reservation_lease)
+        made = cls(stores, s.store_error_log_interval, s.store_retry_after, sync)
         if previous is not None:
-            made._health.update({k: v for k, v in previous._health.items() if k in stores})
+            kept = [k for k in stores if k in previous._stores]
+            made._health.update({k: previous._health[k] for k in kept})
+            made._syncers.update({k: previous._syncers[k] for k in kept})
+            made._pending.update({k: previous._pending[k] for k in kept})
         return made
 
-    def get(self, name: str) -> CounterStore:
+    def bind_clock(self, clock: Callable[[], float]) -> None:
+        for syncer in self._syncers.values():
+            syncer.clock = clock
+
+    def get(self, name: str) -> StoreView:
+        return StoreView(self._stores[name], self._syncers[name])
+
+    def store(self, name: str) -> CounterStore:
         return self._stores[name]
+
+    def syncer(self, name: str) -> LeaseSyncer:
+        return self._syncers[name]
 
     def health(self, name: str) -> StoreHealth:
         return self._health[name]
@@ -72,9 +113,11 @@ class StoreSet:
         """Every store's counters, for the metrics layer."""
         return list(self._health.values())
 
-    async def settle(self, name: str, owner: str, settles: Sequence[Settle], now: float,
-                     entry: SpendEntry | None) -> None:
-        item = _Pending(owner, tuple(settles), now, entry)
+    def syncers(self) -> list[LeaseSyncer]:
+        return list(self._syncers.values())
+
+    async def settle(self, name: str, owner: str, settles: Sequence[Settle], now: float) -> None:
+        item = _Pending(owner, tuple(settles), now)
         health = self._health[name]
         if health.is_down(now):
             self._keep(name, item)
@@ -82,7 +125,7 @@ class StoreSet:
         if self._pending[name]:
             await self._flush(name, now)
         try:
-            await self._stores[name].settle(owner, item.settles, now, entry)
+            await self._stores[name].settle(owner, item.settles, now)
         except StoreError as exc:
             health.failed(now, exc)
             self._keep(name, item)
@@ -99,7 +142,7 @@ class StoreSet:
             while pending:
                 item = pending[0]
                 try:
-                    await store.settle(item.owner, item.settles, item.now, item.entry)
+                    await store.settle(item.owner, item.settles, item.now)
                 except StoreError as exc:
                     self._health[name].failed(now, exc)
                     return
@@ -118,8 +161,12 @@ class StoreSet:
         return len(self._pending[name])
 
     async def close(self, keep: StoreSet | None = None) -> None:
-        """Close the stores `keep` (the next version's set) does not use any more."""
+        """Flush and close the stores `keep` (the next version's set) does not use any more."""
         kept = {id(s) for s in keep._stores.values()} if keep else set()
-        for store in self._stores.values():
-            if id(store) not in kept:
-                await store.close()
+        for name, store in self._stores.items():
+            if id(store) in kept:
+                continue
+            if self._pending[name]:
+                await self._flush(name, time.time())
+            await self._syncers[name].close()
+            await store.close()

@@ -1,9 +1,11 @@
-"""The in-process store: request and token rates and concurrency, for one process.
+"""The in-process store: counters of one process (`governance.local_counters: process`).
 
 Nothing to install and no I/O: every call finishes without awaiting anything,
-so a reservation is atomic by construction (no other task runs in between).
-Counts are per process: with `serve --workers N` each worker counts apart (use
-the SQLite or Redis store for a limit the workers must share).
+so a reservation or a sync is atomic by construction (no other task runs in
+between). Counts are per process: with `serve --workers N` each worker counts
+apart, which is why `policy: local` limits live in the host's SQLite file by
+default (`local_counters: host`) and this store is for one-process setups and
+tests.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from semproxy.governance.lease import LeaseAsk, LeaseGrant, apply_ask
 from semproxy.governance.model import Hold, Outcome, Settle, fit
 from semproxy.governance.store import SpendEntry, SpendRow, sum_rows
 
@@ -18,10 +21,20 @@ SWEEP_EVERY = 4096  # operations between sweeps of expired counters
 
 
 @dataclass(slots=True)
+class _Lease:
+    hold: int = 0
+    reported: int = 0
+    seq: int = 0
+    until: float = 0.0
+
+
+@dataclass(slots=True)
 class _Counter:
     used: int = 0
     held: int = 0
     holds: dict[str, tuple[int, float]] = field(default_factory=dict)  # res -> (amount, until)
+    leases: dict[str, _Lease] = field(default_factory=dict)  # worker -> its lease
+    keep: bool = True  # an expired lease counts as used
     next_expiry: float = float("inf")
     expires: float = 0.0
 
@@ -32,7 +45,17 @@ class _Counter:
             if until <= now:
                 del self.holds[res]
                 self.held -= amount
-        self.next_expiry = min((u for _, u in self.holds.values()), default=float("inf"))
+        for lease in self.leases.values():
+            if lease.hold and lease.until <= now:
+                self.held -= lease.hold
+                self.used += lease.hold if self.keep else 0
+                lease.hold = 0
+        ends = [u for _, u in self.holds.values()]
+        ends += [lease.until for lease in self.leases.values() if lease.hold]
+        self.next_expiry = min(ends, default=float("inf"))
+
+    def holders(self) -> int:
+        return sum(1 for lease in self.leases.values() if lease.hold)
 
 
 class MemoryStore:
@@ -42,6 +65,7 @@ class MemoryStore:
         self.name = name
         self._counters: dict[str, _Counter] = {}
         self._done: dict[str, float] = {}
+        self._markers: dict[str, tuple[str, float]] = {}  # exclusive marker -> (res, until)
         self._ops = 0
         self._ledger: list[SpendEntry] | None = [] if keep_ledger else None
 
@@ -63,6 +87,10 @@ class MemoryStore:
     async def reserve(self, res_id: str, holds: Sequence[Hold], low: int, high: int,
                       lease_s: float, now: float) -> Outcome:
         self._tick(now)
+        for i, hold in enumerate(holds):
+            marked = self._markers.get(hold.exclusive) if hold.exclusive else None
+            if marked is not None and marked[0] != res_id and marked[1] > now:
+                return Outcome(False, 0, (0,), refused=i, busy=True)
         outcome = fit(list(holds), [self._total(h.reads, now) for h in holds], low, high)
         if outcome.granted:
             until = now + lease_s
@@ -73,6 +101,8 @@ class MemoryStore:
                 counter.holds[res_id] = (amount, until)
                 counter.next_expiry = min(counter.next_expiry, until)
                 counter.expires = max(counter.expires, now + hold.ttl_s)
+                if hold.exclusive:
+                    self._markers[hold.exclusive] = (res_id, until)
         return outcome
 
     async def settle(self, res_id: str, settles: Sequence[Settle], now: float,
@@ -86,8 +116,43 @@ class MemoryStore:
             counter.held -= amount
             counter.used += item.amount
             counter.expires = max(counter.expires, now + item.ttl_s)
+            marked = self._markers.get(item.exclusive) if item.exclusive else None
+            if marked is not None and marked[0] == res_id:
+                del self._markers[item.exclusive]
         if entry is not None and self._ledger is not None:
             self._ledger.append(entry)
+
+    async def sync(self, worker: str, asks: Sequence[LeaseAsk],
+                   batches: Sequence[tuple[str, Sequence[SpendEntry]]], lease_s: float,
+                   now: float) -> list[LeaseGrant]:
+        self._tick(now)
+        grants = [self._sync_one(worker, ask, lease_s, now) for ask in asks]
+        for batch, entries in batches:
+            if batch not in self._done:
+                self._done[batch] = now + 86400
+                if self._ledger is not None:
+                    self._ledger.extend(entries)
+        return grants
+
+    def _sync_one(self, worker: str, ask: LeaseAsk, lease_s: float, now: float) -> LeaseGrant:
+        total = self._total(ask.reads, now)
+        counter = self._counter(ask.counter)
+        counter.keep = ask.keep
+        lease = counter.leases.get(worker)
+        if lease is None:
+            lease = counter.leases[worker] = _Lease()
+        done = apply_ask(lease.hold, lease.reported, lease.seq, total, ask)
+        if not done.stale:
+            counter.used += done.used
+            counter.held -= done.released
+            lease.hold, lease.seq = done.hold, ask.seq
+            lease.reported = max(lease.reported, ask.spent)
+            lease.until = now + lease_s
+            if done.hold:
+                counter.next_expiry = min(counter.next_expiry, lease.until)
+            counter.expires = max(counter.expires, now + ask.ttl_s)
+        free = ask.limit - self._total(ask.reads, now)
+        return LeaseGrant(lease.hold, free, counter.holders())
 
     async def used(self, reads: Sequence[str], now: float) -> int:
         return self._total(reads, now)
@@ -103,7 +168,10 @@ class MemoryStore:
         self._ops += 1
         if self._ops % SWEEP_EVERY:
             return
-        for key in [k for k, c in self._counters.items() if c.expires <= now and not c.holds]:
+        for key in [k for k, c in self._counters.items()
+                    if c.expires <= now and not c.holds and not c.holders()]:
             del self._counters[key]
         for res in [r for r, t in self._done.items() if t <= now]:
             del self._done[res]
+        for name in [m for m, (_, t) in self._markers.items() if t <= now]:
+            del self._markers[name]

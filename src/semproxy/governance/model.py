@@ -11,8 +11,13 @@ tokens granted, so one formula covers every unit and lets a store clamp n
     concurrent       fixed 1 (held, never used)     per_output 0
     input tokens     fixed = estimated input        per_output 0
     output tokens    fixed 0                        per_output 1
-    total tokens     fixed = estimated input        per_output 1
+    total tokens     fixed = input bound            per_output 1
     money            fixed = input * input price    per_output = output price
+    expression       fixed = the expression's upper bound (cost_expr.py)  per_output 0
+
+"input" is the request's input bound (governance/tokens.py `input_bound`): never
+under what a byte-level BPE tokenizer counts, so no hold is short of what its
+answer then uses.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from semproxy.governance.cost_expr import CostExpr
 from semproxy.governance.pricing import Price
 from semproxy.governance.windows import Window
 
@@ -42,10 +48,16 @@ class Unit(StrEnum):
     TOTAL_TOKENS = "total_tokens"
     CONCURRENT = "concurrent"
     MONEY = "money"
+    EXPRESSION = "expression"  # APISIX limit_strategy expression: what cost_expr counts
 
     @property
     def is_tokens(self) -> bool:
         return self in (Unit.INPUT_TOKENS, Unit.OUTPUT_TOKENS, Unit.TOTAL_TOKENS)
+
+    @property
+    def follows_input(self) -> bool:
+        """Whether a hold of this unit depends on the input bound (serialised when unproven)."""
+        return self in (Unit.INPUT_TOKENS, Unit.TOTAL_TOKENS, Unit.MONEY, Unit.EXPRESSION)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,9 +87,17 @@ class Limit:
     quota_headers: bool = False
     apisix: bool = False  # an APISIX ai-rate-limiting limit (its header names)
     tiers: tuple[float, ...] = ()
+    cost: CostExpr | None = None  # the expression of a Unit.EXPRESSION limit
 
-    def shape(self, input_tokens: int, price: Price) -> tuple[int, int]:
-        """(fixed, per_output) of this limit for a request of `input_tokens`."""
+    @property
+    def keeps_expired(self) -> bool:
+        """Whether a lease that expires unsynced counts as used (its holder died with
+        unreported use); concurrency frees it instead (nothing is ever used)."""
+        return self.unit is not Unit.CONCURRENT
+
+    def shape(self, input_tokens: int, price: Price, output: int = 0) -> tuple[int, int]:
+        """(fixed, per_output) of this limit for a request of `input_tokens` that may
+        answer up to `output` tokens (only an expression's bound needs it)."""
         unit = self.unit
         if unit in (Unit.REQUESTS, Unit.CONCURRENT):
             return 1, 0
@@ -87,6 +107,9 @@ class Limit:
             return 0, 1
         if unit is Unit.TOTAL_TOKENS:
             return input_tokens, 1
+        if unit is Unit.EXPRESSION:
+            assert self.cost is not None
+            return self.cost.upper(input_tokens, output), 0
         return input_tokens * price.input, price.output
 
     def charge(self, input_tokens: int, output_tokens: int, cost: int) -> int:
@@ -119,15 +142,18 @@ class Hold:
     fixed: int
     per_output: int
     ttl_s: int
+    exclusive: str = ""  # a marker only one reservation at a time may hold ("": none)
 
 
 @dataclass(frozen=True, slots=True)
 class Settle:
-    """Turn a hold into use: drop the hold on `counter`, add `amount` to its use."""
+    """Turn a hold into use: drop the hold on `counter`, add `amount` to its use
+    (and let go of the `exclusive` marker the hold took)."""
 
     counter: str
     amount: int
     ttl_s: int
+    exclusive: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +169,7 @@ class Outcome:
     output: int
     remaining: tuple[int, ...]
     refused: int = -1
+    busy: bool = False  # refused because another reservation holds the hold's marker
 
 
 def fit(holds: tuple[Hold, ...] | list[Hold], totals: list[int], low: int, high: int) -> Outcome:

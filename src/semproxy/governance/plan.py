@@ -29,9 +29,13 @@ class StoreSpec:
 
 @dataclass(frozen=True, slots=True)
 class PlanSettings:
-    """The `governance` block's timings (config/limits.py `Governance` has the defaults)."""
+    """What the `governance` block sets for the stores and admission (its meaning and
+    defaults: config/limits.py `Governance`)."""
 
     reservation_lease: float = 900.0
+    sync_interval: float = 0.25
+    image_tokens: int = 4096
+    unbounded_input_wait: float = 2.0
     store_error_log_interval: float = 60.0
     store_retry_after: float = 1.0
 

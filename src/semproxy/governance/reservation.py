@@ -10,9 +10,12 @@ for headers (`readings`) and a refused request's answer (`refusal`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from semproxy.governance.model import Limit, Unit
+
+if TYPE_CHECKING:
+    from semproxy.governance.lease import Lease
 
 Reason = Literal["rate", "quota", "store"]
 
@@ -39,6 +42,7 @@ class Refusal:
     retry_after_s: float
     remaining: int
     message: str
+    busy: bool = False  # another request without a proven input bound held the limit's turn
 
 
 @dataclass(slots=True)
@@ -49,6 +53,9 @@ class Placed:
     counter: str
     ttl_s: int
     held: bool  # False: the store failed and the policy let the request through
+    amount: int = 0
+    lease: Lease | None = None  # the worker's lease it was placed in; None: a reservation
+    marker: str = ""  # the exclusive marker a reservation took
 
 
 @dataclass(slots=True)
@@ -70,6 +77,8 @@ class Reservation:
     tier: int = 0  # how many of that budget's tiers the share has crossed
     settled: bool = False
     steps: int = 0
+    proven: bool = True  # the input bound is proven (else: single reservations, exclusive)
+    turns: tuple[str, ...] = ()  # exclusive markers whose turn this request holds
 
     def next_step(self) -> str:
         self.steps += 1

@@ -1,8 +1,8 @@
 -- semproxy governance: turn a reservation's holds into use, once (atomic in Redis).
--- KEYS: the reservation's "settled" marker, then per counter hash, zset, then
---       the spend hashes (one per period) to add the ledger fields to.
--- ARGV: res, marker_ttl_s, counters, then per counter: amount, ttl_s;
---       then spend hashes count, fields count, then field, amount pairs.
+-- KEYS: the reservation's "settled" marker, then per counter hash, zset, then the
+--       exclusive markers, then the spend hashes (one per period) to add to.
+-- ARGV: res, marker_ttl_s, counters, then per counter: amount, ttl_s, marker (index
+--       in KEYS, 0: none); then spend hashes count, fields count, field/amount pairs.
 if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[2]) then return 0 end
 local res, n = ARGV[1], tonumber(ARGV[3])
 local k, a = 2, 4
@@ -11,17 +11,22 @@ for i = 1, n do
   local held = redis.call('HGET', h, 'r:' .. res)
   if held then
     redis.call('HDEL', h, 'r:' .. res)
-    redis.call('HINCRBY', h, 'held', -tonumber(held))
+    redis.call('HINCRBY', h, 'held', int(-tonumber(held)))
     redis.call('ZREM', z, res)
   end
   local amount = tonumber(ARGV[a])
-  if amount ~= 0 then redis.call('HINCRBY', h, 'used', amount) end
+  if amount ~= 0 then redis.call('HINCRBY', h, 'used', int(amount)) end
   if redis.call('TTL', h) < 0 then redis.call('EXPIRE', h, ARGV[a + 1]) end
-  k, a = k + 2, a + 2
+  local marker = tonumber(ARGV[a + 2])
+  if marker > 0 and redis.call('GET', KEYS[marker]) == res then
+    redis.call('DEL', KEYS[marker])
+  end
+  k, a = k + 2, a + 3
 end
 local hashes, fields = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
+local first = #KEYS - hashes + 1
 for s = 0, hashes - 1 do
-  local h = KEYS[k + s]
+  local h = KEYS[first + s]
   for f = 0, fields - 1 do
     redis.call('HINCRBY', h, ARGV[a + 2 + 2 * f], ARGV[a + 3 + 2 * f])
   end

@@ -55,7 +55,7 @@ async def spend(gov: Governor, dimension: str, period: str) -> list[SpendRow]:
         return []
     since, until = period_range(period, gov.clock())
     store = gov.stores.get(ledger)
-    return await store.spend(dimension, since, until)  # type: ignore[attr-defined, no-any-return]
+    return await store.spend(dimension, since, until)
 
 
 async def allowances(gov: Governor, consumer: str) -> list[Allowance]:

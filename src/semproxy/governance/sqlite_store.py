@@ -1,24 +1,30 @@
-"""The SQLite store: money budgets and the spend ledger on one host, kept across restarts.
+"""The SQLite store: a host's counters, money budgets and spend ledger, kept across restarts.
 
 One file in WAL mode, shared by every process that opens it (`serve --workers
-N`): a reservation is one `BEGIN IMMEDIATE` transaction, so SQLite's write lock
-makes it atomic across processes as well as tasks. Each store object owns one
-connection on one thread of its own and the event loop only awaits that thread:
-a transaction takes tens of microseconds, but another process holding the write
+N`): `policy: local` limits live here by default, so the workers of one host
+share them as APISIX's workers share a node's counters. A reservation or a
+lease sync is one `BEGIN IMMEDIATE` transaction, so SQLite's write lock makes it
+atomic across processes as well as tasks. Each store object owns one connection
+on one thread of its own and the event loop only awaits that thread: a
+transaction takes tens of microseconds, but another process holding the write
 lock can make it wait (up to `busy_timeout_ms`), and that wait must never stall
 the loop. One thread also serialises this process's transactions, which is what
-SQLite does with writers anyway.
+SQLite does with writers anyway. Requests reach it through leases
+(governance/lease.py): one transaction every few hundred milliseconds per
+process, not one per request.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
+from semproxy.governance.lease import LeaseAsk, LeaseGrant, apply_ask
 from semproxy.governance.model import Hold, Outcome, Settle, fit
 from semproxy.governance.store import DIMENSIONS, SpendEntry, SpendRow, StoreError
 
@@ -31,10 +37,16 @@ CREATE TABLE IF NOT EXISTS holds (key TEXT NOT NULL, res TEXT NOT NULL,
 CREATE INDEX IF NOT EXISTS holds_expiry ON holds (expires);
 CREATE TABLE IF NOT EXISTS settled (res TEXT PRIMARY KEY, expires REAL NOT NULL)
     WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS ledger (at REAL NOT NULL, route TEXT, instance TEXT,
-    consumer TEXT, grp TEXT, end_user TEXT, input INTEGER, output INTEGER,
+CREATE TABLE IF NOT EXISTS leases (key TEXT NOT NULL, worker TEXT NOT NULL,
+    hold INTEGER NOT NULL, reported INTEGER NOT NULL, seq INTEGER NOT NULL,
+    expires REAL NOT NULL, keep INTEGER NOT NULL, PRIMARY KEY (key, worker)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS leases_expiry ON leases (expires) WHERE hold > 0;
+CREATE TABLE IF NOT EXISTS markers (name TEXT PRIMARY KEY, res TEXT NOT NULL,
+    expires REAL NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS spend (at REAL NOT NULL, route TEXT, instance TEXT,
+    consumer TEXT, grp TEXT, end_user TEXT, requests INTEGER, input INTEGER, output INTEGER,
     cached_input INTEGER, cost INTEGER);
-CREATE INDEX IF NOT EXISTS ledger_at ON ledger (at);
+CREATE INDEX IF NOT EXISTS spend_at ON spend (at);
 """
 T = TypeVar("T")
 SWEEP_EVERY = 1024  # transactions between removals of expired counters
@@ -64,17 +76,24 @@ class SqliteStore:
             raise StoreError(f"sqlite {self.path}: {exc}") from exc
 
     def _open(self) -> sqlite3.Connection:
+        """Connect and set the file up. Workers starting together race for it: switching
+        to WAL and creating the tables answer "locked" without waiting in SQLite's busy
+        handler, so that one step is retried here (on the store's thread, not the loop)."""
         Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
-                             timeout=self._busy_ms / 1000)
-        db.execute("PRAGMA journal_mode=WAL")
-        # NORMAL in WAL: a commit survives a process crash; only an OS crash or power
-        # loss may drop the last transactions (a few requests' spend).
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute(f"PRAGMA busy_timeout={int(self._busy_ms)}")
-        db.executescript(SCHEMA)
-        self._db = db
-        return db
+        deadline = time.monotonic() + self._busy_ms / 1000
+        while True:
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                                 timeout=self._busy_ms / 1000)
+            try:
+                _set_up(db, self._busy_ms)
+            except sqlite3.OperationalError as exc:
+                db.close()
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+                continue
+            self._db = db
+            return db
 
     async def reserve(self, res_id: str, holds: Sequence[Hold], low: int, high: int,
                       lease_s: float, now: float) -> Outcome:
@@ -85,9 +104,16 @@ class SqliteStore:
                  high: int, until: float, now: float) -> Outcome:
         with _immediate(db):
             self._sweep(db, now)
+            for i, hold in enumerate(holds):
+                if hold.exclusive and db.execute(
+                        "SELECT 1 FROM markers WHERE name = ? AND res != ? AND expires > ?",
+                        (hold.exclusive, res_id, now)).fetchone():
+                    return Outcome(False, 0, (0,), refused=i, busy=True)
             totals = [_total(db, h.reads) for h in holds]
             outcome = fit(list(holds), totals, low, high)
             if outcome.granted:
+                db.executemany("INSERT OR REPLACE INTO markers VALUES (?, ?, ?)",
+                               [(h.exclusive, res_id, until) for h in holds if h.exclusive])
                 db.executemany(
                     "INSERT OR REPLACE INTO holds VALUES (?, ?, ?, ?)",
                     [(h.counter, res_id, h.fixed + h.per_output * outcome.output, until)
@@ -115,11 +141,29 @@ class SqliteStore:
                            "SET used = used + excluded.used, "
                            "expires = max(expires, excluded.expires)",
                            (item.counter, item.amount, now + item.ttl_s))
+                if item.exclusive:
+                    db.execute("DELETE FROM markers WHERE name = ? AND res = ?",
+                               (item.exclusive, res_id))
             if entry is not None:
-                db.execute("INSERT INTO ledger VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                           (entry.at, entry.route, entry.instance, entry.consumer,
-                            entry.group, entry.end_user, entry.input, entry.output,
-                            entry.cached_input, entry.cost))
+                db.executemany(_LEDGER_ROW, [_row(entry)])
+
+    async def sync(self, worker: str, asks: Sequence[LeaseAsk],
+                   batches: Sequence[tuple[str, Sequence[SpendEntry]]], lease_s: float,
+                   now: float) -> list[LeaseGrant]:
+        return await self._run(lambda db: self._sync(db, worker, asks, batches, lease_s, now))
+
+    def _sync(self, db: sqlite3.Connection, worker: str, asks: Sequence[LeaseAsk],
+              batches: Sequence[tuple[str, Sequence[SpendEntry]]], lease_s: float,
+              now: float) -> list[LeaseGrant]:
+        with _immediate(db):
+            self._sweep(db, now)
+            grants = [_sync_one(db, worker, ask, now + lease_s, now) for ask in asks]
+            for batch, entries in batches:
+                done = db.execute("INSERT OR IGNORE INTO settled VALUES (?, ?)",
+                                  (batch, now + 86400))
+                if done.rowcount:
+                    db.executemany(_LEDGER_ROW, [_row(e) for e in entries])
+            return grants
 
     async def used(self, reads: Sequence[str], now: float) -> int:
         return await self._run(lambda db: _total(db, reads, now))
@@ -128,8 +172,8 @@ class SqliteStore:
         if dimension not in _COLUMN:
             raise ValueError(f"dimension must be one of {', '.join(DIMENSIONS)}")
         column = _COLUMN[dimension]  # from a fixed table: never text from the caller
-        sql = (f"SELECT {column}, count(*), sum(input), sum(output), sum(cached_input), "
-               f"sum(cost) FROM ledger WHERE at >= ? AND at < ? GROUP BY {column} "
+        sql = (f"SELECT {column}, sum(requests), sum(input), sum(output), sum(cached_input), "
+               f"sum(cost) FROM spend WHERE at >= ? AND at < ? GROUP BY {column} "
                f"ORDER BY sum(cost) DESC, {column}")
         rows = await self._run(lambda db: db.execute(sql, (since, until)).fetchall())
         return [SpendRow(str(r[0]), *(int(v) for v in r[1:])) for r in rows]
@@ -144,13 +188,64 @@ class SqliteStore:
 
     def _sweep(self, db: sqlite3.Connection, now: float) -> None:
         db.execute("DELETE FROM holds WHERE expires <= ?", (now,))
+        # A lease its worker stopped syncing: what it held counts as used (the worker
+        # may have spent it without reporting), except for concurrency (nothing is used).
+        expired = db.execute("SELECT key, hold, keep FROM leases WHERE hold > 0 AND expires <= ?",
+                             (now,)).fetchall()
+        for key, hold, keep in expired:
+            if keep:
+                db.execute("UPDATE counters SET used = used + ? WHERE key = ?", (hold, key))
+        if expired:
+            db.execute("UPDATE leases SET hold = 0 WHERE hold > 0 AND expires <= ?", (now,))
         self._ops += 1
         if self._ops % SWEEP_EVERY == 0:
             db.execute("DELETE FROM counters WHERE expires <= ?", (now,))
+            db.execute("DELETE FROM leases WHERE hold = 0 AND key NOT IN "
+                       "(SELECT key FROM counters)")
             db.execute("DELETE FROM settled WHERE expires <= ?", (now,))
+            db.execute("DELETE FROM markers WHERE expires <= ?", (now,))
+
+
+def _set_up(db: sqlite3.Connection, busy_ms: int) -> None:
+    db.execute("PRAGMA journal_mode=WAL")
+    # NORMAL in WAL: a commit survives a process crash; only an OS crash or power
+    # loss may drop the last transactions (a few requests' spend).
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
+    db.executescript(SCHEMA)
+
+
+_LEDGER_ROW = "INSERT INTO spend VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+
+def _row(e: SpendEntry) -> tuple[object, ...]:
+    return (e.at, e.route, e.instance, e.consumer, e.group, e.end_user, e.requests, e.input,
+            e.output, e.cached_input, e.cost)
+
+
+def _sync_one(db: sqlite3.Connection, worker: str, ask: LeaseAsk, until: float,
+              now: float) -> LeaseGrant:
+    row = db.execute("SELECT hold, reported, seq FROM leases WHERE key = ? AND worker = ?",
+                     (ask.counter, worker)).fetchone()
+    hold, reported, seq = row or (0, 0, 0)
+    total = _total(db, ask.reads)
+    done = apply_ask(hold, reported, seq, total, ask)
+    if not done.stale:
+        hold = done.hold
+        db.execute("INSERT INTO counters VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE "
+                   "SET used = used + excluded.used, expires = max(expires, excluded.expires)",
+                   (ask.counter, done.used, now + ask.ttl_s))
+        db.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?, ?, ?, ?, ?)",
+                   (ask.counter, worker, hold, max(reported, ask.spent), ask.seq, until,
+                    int(ask.keep)))
+        total += done.used - done.released
+    holders = db.execute("SELECT count(*) FROM leases WHERE key = ? AND hold > 0",
+                         (ask.counter,)).fetchone()[0]
+    return LeaseGrant(hold, ask.limit - total, int(holders))
 
 
 def _total(db: sqlite3.Connection, reads: Sequence[str], now: float | None = None) -> int:
+    """Use plus every hold (reservations still live, leases) over a window's buckets."""
     marks = ",".join("?" * len(reads))
     used = db.execute(f"SELECT coalesce(sum(used), 0) FROM counters WHERE key IN ({marks})",
                       tuple(reads)).fetchone()[0]
@@ -158,7 +253,9 @@ def _total(db: sqlite3.Connection, reads: Sequence[str], now: float | None = Non
     args = tuple(reads) if now is None else (*reads, now)
     held = db.execute(f"SELECT coalesce(sum(amount), 0) FROM holds WHERE key IN ({marks})"
                       f"{live}", args).fetchone()[0]
-    return int(used) + int(held)
+    leased = db.execute(f"SELECT coalesce(sum(hold), 0) FROM leases WHERE key IN ({marks})",
+                        tuple(reads)).fetchone()[0]
+    return int(used) + int(held) + int(leased)
 
 
 class _immediate:

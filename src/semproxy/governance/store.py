@@ -1,11 +1,16 @@
 """The one small interface every counter store implements, and the spend ledger's.
 
-A store keeps, per counter, the amount used and the amounts held by open
-reservations (each with a lease, so a process that dies mid-request cannot
-hold a budget forever). `reserve` checks all of a request's holds and places
-them in one atomic step or places none; `settle` replaces holds with real use.
-Settling is idempotent per reservation id, so a settle retried after a lost
-answer never counts twice. The in-process, SQLite and Redis stores implement
+A store keeps, per counter, the amount used and the amounts held: by workers'
+leases (governance/lease.py: the request path's normal way, `sync`) and by
+single reservations (`reserve`/`settle`: a request whose input cannot be
+bounded, which also takes an exclusive marker so only one such request runs
+against a limit at a time). Both kinds of hold expire (a process that dies
+cannot hold a budget forever). `reserve` checks all of a request's holds and
+places them in one atomic step or places none; `settle` replaces holds with
+real use; `sync` reports a worker's use and resizes its leases and writes
+ledger batches, all in one atomic step. Settles and ledger batches are
+idempotent per id and lease reports are cumulative, so nothing retried after a
+lost answer counts twice. The in-process, SQLite and Redis stores implement
 exactly the same arithmetic (tests/governance run one suite against all three).
 """
 
@@ -15,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from semproxy.governance.lease import LeaseAsk, LeaseGrant
 from semproxy.governance.model import Hold, Outcome, Settle
 
 
@@ -24,7 +30,9 @@ class StoreError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class SpendEntry:
-    """One answered request in the spend ledger; `cost` in nanos (pricing.py)."""
+    """Answered requests in the spend ledger: one, or `requests` of one route, instance,
+    consumer, group and end user summed over a minute (how workers write it: syncer.py);
+    `cost` in nanos (pricing.py)."""
 
     at: float
     route: str
@@ -36,6 +44,7 @@ class SpendEntry:
     output: int
     cached_input: int
     cost: int
+    requests: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +73,11 @@ class CounterStore(Protocol):
                      entry: SpendEntry | None = None) -> None:
         """Drop the reservation's holds, add the amounts used, record `entry` if given."""
 
+    async def sync(self, worker: str, asks: Sequence[LeaseAsk],
+                   batches: Sequence[tuple[str, Sequence[SpendEntry]]], lease_s: float,
+                   now: float) -> list[LeaseGrant]:
+        """Apply `asks` (lease.apply_ask) for `worker` and record each ledger batch once."""
+
     async def used(self, reads: Sequence[str], now: float) -> int:
         """Used plus held over these counters (a window's buckets): for reading, not admitting."""
 
@@ -84,7 +98,7 @@ def sum_rows(entries: Iterable[SpendEntry], dimension: str) -> list[SpendRow]:
     sums: dict[str, list[int]] = {}
     for e in entries:
         row = sums.setdefault(getattr(e, dimension), [0, 0, 0, 0, 0])
-        row[0] += 1
+        row[0] += e.requests
         row[1] += e.input
         row[2] += e.output
         row[3] += e.cached_input

@@ -1,9 +1,22 @@
 """Counting tokens without the provider: one place, used by admission and count_tokens.
 
-Two functions, two costs:
-- `estimate_tokens(text)`: UTF-8 bytes / 3, rounded up. Costs about a
-  microsecond per text, so admission can run it on every request. It leans
-  high (a reservation is a worst case): against OpenAI's o200k_base tokenizer
+- `input_bound(payload)`: what admission holds for a request's input. Every
+  text the provider tokenizes counts its UTF-8 bytes, plus a few tokens per
+  message for the chat template's special tokens. A byte-level BPE tokenizer
+  (OpenAI's cl100k/o200k, Llama 3, Qwen, Mistral's Tekken, DeepSeek) and a
+  SentencePiece one with byte fallback (Llama 2, Gemma) turn every token into at
+  least one byte of the text, so a text of n bytes is at most n tokens: the
+  bound is never under the real count, which is what makes a budget's overshoot
+  at most one request's error whatever the concurrency (docs/en/governance.md).
+  It is 2-4x the real count for English (the price: a budget nearly spent
+  refuses a request a little earlier; the answer's commit gives the difference
+  back at once). Images are held at `image_tokens` each, the most the common
+  providers' published formulas charge for one. Parts that no byte count can
+  bound (audio, files, server-side tools, a conversation stored upstream) make
+  the bound `proven=False`: the governor then lets one such request at a time
+  run against a limit that depends on input.
+- `estimate_tokens(text)`: UTF-8 bytes / 3, rounded up: a typical count, not a
+  bound, for figures that need no guarantee. Against OpenAI's o200k_base tokenizer
   on 1,200 texts (bench/token_estimate.py: 300 each of English prompts, English
   docs, Python source, Chinese docs) its median ratio is 1.32 (95% CI
   1.31-1.33) and it is at or above the real count for 92% of texts (prompts
@@ -24,6 +37,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +47,25 @@ log = logging.getLogger("semproxy.governance")
 BYTES_PER_TOKEN = 3  # see the module docstring for how it was chosen
 IMAGE_TOKENS = 1600  # a high-detail image as OpenAI counts one (at most); no bytes seen
 MESSAGE_TOKENS = 4  # each message's role and separators
+# Bound constants, generous on purpose: a chat template wraps each message in a
+# few special tokens (OpenAI's format: 3-4, Llama 3's: 4-5); a request adds the
+# reply's priming tokens; tool definitions add a wrapper text (OpenAI renders them
+# in a namespace block, Anthropic adds a tool-use system prompt of about 350 tokens).
+BOUND_MESSAGE_TOKENS = 8
+BOUND_REQUEST_TOKENS = 16
+BOUND_TOOLS_TOKENS = 1024
+DEFAULT_IMAGE_TOKENS = 4096  # above GPT-4o/4.1/o-series and Claude's largest image
+_UNBOUNDED_PARTS = ("input_audio", "audio", "file", "input_file", "document")
+_UPSTREAM_STATE = ("previous_response_id", "conversation")
+
+
+@dataclass(frozen=True, slots=True)
+class InputBound:
+    """Input tokens no provider's byte-level tokenizer exceeds; `proven` is False when
+    the request has a part the bound cannot cover (see the module docstring)."""
+
+    tokens: int
+    proven: bool = True
 
 
 def estimate_tokens(text: str) -> int:
@@ -85,3 +118,57 @@ def _content(content: Any) -> int:
         elif isinstance(part.get("text"), str):
             tokens += estimate_tokens(part["text"])
     return tokens
+
+
+def input_bound(payload: dict[str, Any], image_tokens: int = DEFAULT_IMAGE_TOKENS
+                ) -> InputBound:
+    """The bound of a Chat Completions body's input (every protocol is parsed to one)."""
+    tokens, proven = BOUND_REQUEST_TOKENS, True
+    for message in payload.get("messages") or ():
+        if not isinstance(message, dict):
+            continue
+        tokens += BOUND_MESSAGE_TOKENS + _bytes(message.get("role")) + _bytes(message.get("name"))
+        part_tokens, part_proven = _content_bound(message.get("content"), image_tokens)
+        tokens += part_tokens
+        proven = proven and part_proven
+        for key in ("tool_calls", "function_call"):
+            if message.get(key):
+                tokens += len(orjson.dumps(message[key]))
+    for key in ("tools", "functions", "response_format", "tool_choice"):
+        value = payload.get(key)
+        if value and not isinstance(value, str):
+            tokens += len(orjson.dumps(value))
+    if payload.get("tools") or payload.get("functions"):
+        tokens += BOUND_TOOLS_TOKENS
+        proven = proven and all(isinstance(t, dict) and t.get("type", "function") == "function"
+                                for t in payload.get("tools") or ())
+    prompt = payload.get("prompt")  # legacy completions text, or a prompt stored upstream
+    if isinstance(prompt, str):
+        tokens += _bytes(prompt)
+    if isinstance(prompt, dict) or any(payload.get(key) for key in _UPSTREAM_STATE):
+        proven = False
+    return InputBound(tokens, proven)
+
+
+def _bytes(text: Any) -> int:
+    return len(text.encode("utf-8", "surrogatepass")) if isinstance(text, str) else 0
+
+
+def _content_bound(content: Any, image_tokens: int) -> tuple[int, bool]:
+    if isinstance(content, str):
+        return _bytes(content), True
+    tokens, proven = 0, True
+    for part in content if isinstance(content, list) else ():
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind in ("image_url", "input_image", "image"):
+            tokens += image_tokens
+        elif kind in _UNBOUNDED_PARTS:
+            proven = False
+        elif isinstance(part.get("text"), str):
+            tokens += _bytes(part["text"])
+        else:  # an unknown part: its JSON, and no promise
+            tokens += len(orjson.dumps(part))
+            proven = False
+    return tokens, proven
