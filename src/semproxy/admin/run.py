@@ -9,6 +9,7 @@ let in-flight requests (streams included) finish for the grace period, then exit
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import multiprocessing
@@ -30,7 +31,7 @@ from semproxy.config.source import ConfigSource, FileSource, SourceError
 from semproxy.config.spec import GatewayConfig
 from semproxy.observability.decisions import DecisionLog
 from semproxy.observability.fanout import FanoutObserver
-from semproxy.observability.metrics import Metrics, use_multiprocess_dir
+from semproxy.observability.metrics import Metrics, multiprocess_enabled, use_multiprocess_dir
 from semproxy.server.app import Gateway, build_app, stamp_headers
 from semproxy.server.listener import CappedTCPSite, default_max_connections, raise_open_file_limit
 
@@ -49,6 +50,7 @@ class RunningGateway:
     admin_runner: web.AppRunner | None = None
     admin_host: str = "127.0.0.1"
     admin_port: int | None = None
+    folder: asyncio.Task[None] | None = None  # --workers: folds the metrics into their files
 
     @property
     def url(self) -> str:
@@ -61,6 +63,10 @@ class RunningGateway:
         return f"http://{self.admin_host}:{self.admin_port}"
 
     async def close(self) -> None:
+        if self.folder is not None:
+            self.folder.cancel()  # its last fold writes out what is still counted
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.folder
         if self.watcher is not None:
             await self.watcher.stop()
         if self.admin_runner is not None:
@@ -105,6 +111,8 @@ async def start(config: GatewayConfig, listen: str | None = None, reuse_port: bo
                                  config.shutdown_grace_s, max_connections)
     running = RunningGateway(gateway, runner, split_listen(listen or config.listen)[0], port,
                              watcher)
+    if multiprocess_enabled():
+        running.folder = asyncio.create_task(metrics.fold_every())
     if watcher is not None and source is not None:
         watcher.start()
         await _start_admin(running, metrics, decisions, source, reuse_port, max_connections)
@@ -122,9 +130,9 @@ async def _start_admin(running: RunningGateway, metrics: Metrics, decisions: Dec
         return
     assert running.watcher is not None
 
-    def render() -> tuple[bytes, str]:
+    async def render() -> tuple[bytes, str]:
         running.gateway.report(metrics)
-        return metrics.render()
+        return await metrics.render()
 
     api = AdminAPI(running.gateway, running.watcher, source, render)
     app = api.app()
