@@ -14,6 +14,7 @@ import orjson
 
 from semproxy.config.loader import load_file, parse_document
 from semproxy.config.source import ConfigSource, EtcdSource, FileSource, SourceError
+from semproxy.config.spec import GatewayConfig
 from semproxy.errors import ConfigError, GatewayError
 from semproxy.observability.logging import setup_logging
 
@@ -38,6 +39,16 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
     return value
 
 
@@ -87,7 +98,22 @@ def _validate(args: argparse.Namespace) -> int:
 def _spend(args: argparse.Namespace) -> int:
     from semproxy.governance.spend_command import run_spend
 
-    return run_spend(load_file(args.config).governance, args.by, args.period, args.consumer)
+    if bool(args.config) == bool(args.etcd):
+        raise UsageError("give exactly one of CONFIG and --etcd URL")
+    if args.config:  # reading spend needs no upstream secrets
+        config = load_file(args.config, allow_unset=True)
+    else:
+        config = asyncio.run(_etcd_config(args.etcd, args.prefix))
+    return run_spend(config.governance, args.by, args.period, args.consumer, args.ago,
+                     args.json)
+
+
+async def _etcd_config(endpoint: str, prefix: str) -> GatewayConfig:
+    source = EtcdSource(endpoint, prefix)
+    try:
+        return await source.load()
+    finally:
+        await source.aclose()
 
 
 def _explain(args: argparse.Namespace) -> int:
@@ -164,13 +190,22 @@ def parser() -> argparse.ArgumentParser:
     explain.add_argument("prompt", help="the user message to score")
     explain.set_defaults(func=_explain)
     spend = sub.add_parser("spend", help="spend and remaining budgets (SQLite file or Redis)")
-    spend.add_argument("config", help="config file (YAML or JSON)")
+    spend.add_argument("config", nargs="?", help="config file (YAML or JSON)")
+    spend.add_argument("--etcd", help="read the config from etcd instead, e.g. "
+                                      "http://127.0.0.1:2379")
+    spend.add_argument("--prefix", default="/semproxy", help="etcd key prefix (default /semproxy)")
     spend.add_argument("--by", default="consumer",
                        choices=["consumer", "group", "route", "instance", "end_user"],
                        help="sum spend per this (default consumer)")
-    spend.add_argument("--period", default="month", choices=["day", "month", "all"],
-                       help="the current UTC day or month, or all (default month)")
-    spend.add_argument("--consumer", help="also show this consumer's remaining allowance")
+    spend.add_argument("--period", default="month",
+                       choices=["minute", "hour", "day", "week", "month", "all"],
+                       help="a UTC calendar period (weeks start on Monday), or all "
+                            "(default month)")
+    spend.add_argument("--ago", type=non_negative_int, default=0,
+                       help="that many periods before the current one (1: the last month)")
+    spend.add_argument("--consumer", help="also show every limit of this consumer: used, "
+                                          "left and when it resets")
+    spend.add_argument("--json", action="store_true", help="print JSON (the admin API's shape)")
     spend.set_defaults(func=_spend)
     config = sub.add_parser("config", help="config storage commands")
     config_sub = config.add_subparsers(dest="config_command", required=True, metavar="COMMAND")
