@@ -19,8 +19,11 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from semproxy.admin.examples import examples_request, write_in_place
+from semproxy.admin.limits import LimitsAPI, edit_in_place, new_document
 from semproxy.admin.playground import is_public
 from semproxy.admin.reload import ConfigWatcher
+from semproxy.admin.spend import SpendAPI
+from semproxy.config.edit_paths import PathEdit
 from semproxy.config.loader import load_data
 from semproxy.config.masking import (
     MASK,
@@ -132,6 +135,8 @@ class AdminAPI:
         r.add_post("/admin/routes/{id}/explain", self.explain)
         r.add_post("/admin/routes/{id}/examples", self.add_examples)
         r.add_get("/metrics", self.get_metrics)
+        SpendAPI(self.gateway).mount(app)
+        LimitsAPI(self).mount(app)
         return app
 
     async def get_config(self, request: web.Request) -> web.Response:
@@ -171,6 +176,19 @@ class AdminAPI:
         await self.watcher.reload()
         return {"version": config.version,
                 "applied": self.gateway.config.fingerprint == config.fingerprint}
+
+    async def write_edit(self, edit: PathEdit) -> dict[str, Any]:
+        """One change at one path of the document (admin/limits.py): made in the config
+        file's text when the config is a file (comments kept), else the whole document
+        is written; validated, persisted and reloaded either way."""
+        document = new_document(copy.deepcopy(dict(self.gateway.config.document)), edit)
+        if isinstance(self.store, FileSource):
+            config = await edit_in_place(self.store.path, edit)
+            if config is not None:
+                await self.watcher.reload()
+                return {"version": config.version, "in_place": True,
+                        "applied": self.gateway.config.fingerprint == config.fingerprint}
+        return {**await self._apply(document), "in_place": False}
 
     async def put_route(self, request: web.Request) -> web.Response:
         route_id = request.match_info["id"]

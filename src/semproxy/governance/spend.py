@@ -21,7 +21,7 @@ from semproxy.governance.pricing import to_money
 from semproxy.governance.store import SpendRow
 
 __all__ = ["PERIODS", "Allowance", "Bucket", "allowance_body", "allowances", "applicable",
-           "row_body", "series", "spend", "stamp"]
+           "report", "row_body", "series", "spend", "stamp"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,3 +136,36 @@ def allowance_body(a: Allowance, now: float) -> dict[str, Any]:
             "reset_s": round(a.reset_s, 3) if windowed else None,
             "resets_at": stamp(round(now + a.reset_s)) if windowed else None,
             "tiers": list(a.limit.tiers)}
+
+
+async def report(gov: Governor, by: str, period: str, ago: int = 0,
+                 consumer: str | None = None) -> dict[str, Any]:
+    """Spend per `by` over a period, with totals and (given a consumer) its allowances:
+    the JSON the admin API answers and `semproxy spend --json` prints."""
+    now = gov.clock()
+    since, until = period_range(period, now, ago)
+    rows = await spend(gov, by, period, ago)
+    found: dict[str, Any] = {
+        "by": by, "period": period, "ago": ago, "since": stamp(since),
+        "until": stamp(min(until, now)) if period == "all" else stamp(until),
+        "ledger": ledger_name(gov.plan), "rows": [row_body(r) for r in rows],
+        "total": row_body(SpendRow("total", sum(r.requests for r in rows),
+                                   sum(r.input for r in rows), sum(r.output for r in rows),
+                                   sum(r.cached_input for r in rows),
+                                   sum(r.cost for r in rows)))}
+    if consumer is not None:
+        found["consumer"] = consumer
+        found["allowances"] = [allowance_body(a, now) for a in await allowances(gov, consumer)]
+    return found
+
+
+def ledger_name(plan: GovernancePlan) -> str | None:
+    """Where the ledger is, for people: `sqlite PATH` or `redis HOST:PORT/DB`."""
+    if plan.ledger is None:
+        return None
+    spec = plan.stores[plan.ledger]
+    if spec.kind == "sqlite":
+        return f"sqlite {spec.path}"
+    if spec.redis is not None:
+        return f"redis {spec.redis.host}:{spec.redis.port}/{spec.redis.database}"
+    return spec.kind

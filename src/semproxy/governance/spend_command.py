@@ -14,10 +14,9 @@ import orjson
 
 from semproxy.governance.governor import Governor
 from semproxy.governance.governor_stores import StoreSet
-from semproxy.governance.periods import period_range
 from semproxy.governance.plan import GovernancePlan
-from semproxy.governance.spend import allowance_body, allowances, row_body, spend, stamp
-from semproxy.governance.store import SpendRow, StoreError
+from semproxy.governance.spend import report
+from semproxy.governance.store import StoreError
 
 COLUMNS = ("requests", "input tokens", "output tokens", "cached input", "cost")
 NO_LEDGER = "no spend ledger: the config has no limits or prices, or governance.ledger is none"
@@ -41,37 +40,9 @@ def run_spend(plan: GovernancePlan | None, by: str, period: str, consumer: str |
 async def _read(gov: Governor, by: str, period: str, consumer: str | None, ago: int
                 ) -> dict[str, Any]:
     try:
-        now = gov.clock()
-        since, until = period_range(period, now, ago)
-        rows = await spend(gov, by, period, ago)
-        found: dict[str, Any] = {
-            "by": by, "period": period, "ago": ago, "since": stamp(since),
-            "until": stamp(min(until, now)) if period == "all" else stamp(until),
-            "ledger": _where(gov), "rows": [row_body(r) for r in rows],
-            "total": row_body(_total(rows))}
-        if consumer is not None:
-            found["consumer"] = consumer
-            found["allowances"] = [allowance_body(a, now)
-                                   for a in await allowances(gov, consumer)]
-        return found
+        return await report(gov, by, period, ago, consumer)
     finally:
         await gov.stores.close()
-
-
-def _where(gov: Governor) -> str:
-    assert gov.plan.ledger is not None
-    spec = gov.plan.stores[gov.plan.ledger]
-    if spec.kind == "sqlite":
-        return f"sqlite {spec.path}"
-    if spec.redis is not None:
-        return f"redis {spec.redis.host}:{spec.redis.port}/{spec.redis.database}"
-    return spec.kind
-
-
-def _total(rows: list[SpendRow]) -> SpendRow:
-    return SpendRow("total", sum(r.requests for r in rows), sum(r.input for r in rows),
-                    sum(r.output for r in rows), sum(r.cached_input for r in rows),
-                    sum(r.cost for r in rows))
 
 
 def render(found: dict[str, Any]) -> str:

@@ -1,0 +1,228 @@
+"""Limits, budgets and prices on the admin API: read them, set them, change them.
+
+    GET    /admin/limits                                    every consumer's, group's, route's
+    PUT    /admin/consumers/{username}/ai-rate-limiting      a consumer's limits (the plugin)
+    PUT    /admin/consumers/{username}/group                 {"group_id": "team-a" | null}
+    PUT    /admin/consumer_groups/{id}                       a group: {desc, labels, plugins}
+    PUT    /admin/consumer_groups/{id}/ai-rate-limiting      a group's limits
+    PUT    /admin/routes/{id}/ai-rate-limiting               a route's (APISIX's plugin, extended)
+    PUT    /admin/routes/{id}/instances/{name}/pricing       {"input", "output", "cached_input"}
+    DELETE on each of them (but `group`) removes it.
+
+A body is the value as it stands in the config file. Each write is one change
+at one path of the document (config/edit_paths.py), and goes the way every
+admin write goes: the new document is validated (400 naming the field path),
+persisted, and applied by the reload watcher. A config file is edited in
+place, comments and layout kept; a file the edit cannot handle, and etcd, get
+the whole document.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from semproxy.admin.examples import replace_file
+from semproxy.config.edit import ConfigEditError
+from semproxy.config.edit_paths import PathEdit, Step, apply, edit_text
+from semproxy.config.loader import load_text
+from semproxy.config.masking import mask_secrets
+from semproxy.config.secrets import variables_outside_credentials
+from semproxy.config.spec import GatewayConfig
+from semproxy.errors import BadRequestError, ConfigError, ConfigRejected, NotFoundError
+from semproxy.protocols.body import parse_object
+from semproxy.server.app import json_response
+
+if TYPE_CHECKING:
+    from semproxy.admin.api import AdminAPI
+
+PLUGIN = "ai-rate-limiting"
+GROUP_FIELDS = ("id", "desc", "labels", "plugins")
+
+
+class LimitsAPI:
+    def __init__(self, api: AdminAPI) -> None:
+        self.api = api
+
+    def mount(self, app: web.Application) -> None:
+        r = app.router
+        r.add_get("/admin/limits", self.overview)
+        for path in ("/admin/consumers/{username}/ai-rate-limiting",
+                     "/admin/consumer_groups/{id}/ai-rate-limiting",
+                     "/admin/routes/{id}/ai-rate-limiting",
+                     "/admin/routes/{id}/instances/{name}/pricing"):
+            r.add_put(path, self.put_value)
+            r.add_delete(path, self.delete_value)
+        r.add_put("/admin/consumers/{username}/group", self.put_group_of)
+        r.add_put("/admin/consumer_groups/{id}", self.put_group)
+        r.add_delete("/admin/consumer_groups/{id}", self.delete_group)
+
+    @property
+    def document(self) -> dict[str, Any]:
+        return dict(self.api.gateway.config.document)
+
+    async def overview(self, request: web.Request) -> web.Response:
+        doc = self.document
+        return json_response(mask_secrets({
+            "version": self.api.gateway.config.version,
+            "consumers": [{"username": c.get("username"), "group_id": c.get("group_id"),
+                           PLUGIN: _plugins(c).get(PLUGIN)} for c in _items(doc, "consumers")],
+            "consumer_groups": [{"id": g.get("id"), PLUGIN: _plugins(g).get(PLUGIN)}
+                                for g in _items(doc, "consumer_groups")],
+            "routes": [{"id": r.get("id"), PLUGIN: _plugins(r).get(PLUGIN),
+                        "pricing": _prices(r)} for r in _items(doc, "routes")]}))
+
+    async def put_value(self, request: web.Request) -> web.Response:
+        path, where = self._target(request)
+        body = parse_object(await request.read())
+        return await self._write(PathEdit("set", path, checked(body, where)))
+
+    async def delete_value(self, request: web.Request) -> web.Response:
+        path, where = self._target(request)
+        if not _exists(self.document, path):
+            raise NotFoundError(f"{where} is not set")
+        return await self._write(PathEdit("remove", path))
+
+    async def put_group_of(self, request: web.Request) -> web.Response:
+        username = request.match_info["username"]
+        consumer = self._consumer(username)
+        body = parse_object(await request.read())
+        group = body.get("group_id")
+        if set(body) != {"group_id"} or not (group is None or isinstance(group, str)):
+            raise BadRequestError('give {"group_id": "<group id>"} or {"group_id": null}')
+        path: tuple[Step, ...] = (*consumer, "group_id")
+        if group is None:
+            if not _exists(self.document, path):
+                return json_response({"version": self.api.gateway.config.version,
+                                      "applied": False, "in_place": False})
+            return await self._write(PathEdit("remove", path))
+        return await self._write(PathEdit("set", path, group))
+
+    async def put_group(self, request: web.Request) -> web.Response:
+        group_id = request.match_info["id"]
+        body = parse_object(await request.read())
+        unknown = sorted(set(body) - set(GROUP_FIELDS))
+        if unknown or body.get("id", group_id) != group_id:
+            raise BadRequestError(f"a group has {', '.join(GROUP_FIELDS)}"
+                                  f"{'; not ' + ', '.join(unknown) if unknown else ''}"
+                                  " (the id is the one in the path)")
+        group = checked({"id": group_id, **body}, f"consumer_groups[id={group_id}]")
+        if any(g.get("id") == group_id for g in _items(self.document, "consumer_groups")):
+            return await self._write(PathEdit("set", ("consumer_groups", ("id", group_id)),
+                                              group))
+        return await self._write(PathEdit("append", ("consumer_groups",), group))
+
+    async def delete_group(self, request: web.Request) -> web.Response:
+        group_id = request.match_info["id"]
+        if not any(g.get("id") == group_id for g in _items(self.document, "consumer_groups")):
+            raise NotFoundError(f"no consumer group {group_id!r}")
+        return await self._write(PathEdit("remove", ("consumer_groups", ("id", group_id))))
+
+    def _target(self, request: web.Request) -> tuple[tuple[Step, ...], str]:
+        """The path a value route names (404 when its owner is not in the config)."""
+        match = request.match_info
+        if "username" in match:
+            return (*self._consumer(match["username"]), "plugins", PLUGIN), \
+                f"consumers[username={match['username']}].plugins.{PLUGIN}"
+        doc = self.document
+        if request.path.startswith("/admin/consumer_groups/"):
+            if not any(g.get("id") == match["id"] for g in _items(doc, "consumer_groups")):
+                raise NotFoundError(f"no consumer group {match['id']!r}")
+            return ("consumer_groups", ("id", match["id"]), "plugins", PLUGIN), \
+                f"consumer_groups[id={match['id']}].plugins.{PLUGIN}"
+        route = next((r for r in _items(doc, "routes") if r.get("id") == match["id"]), None)
+        if route is None:
+            raise NotFoundError(f"no route with id {match['id']!r}")
+        at: tuple[Step, ...] = ("routes", ("id", match["id"]), "plugins")
+        if "name" not in match:
+            return (*at, PLUGIN), f"routes[id={match['id']}].plugins.{PLUGIN}"
+        return _instance_path(route, at, match["name"])
+
+    def _consumer(self, username: str) -> tuple[Step, ...]:
+        if not any(c.get("username") == username for c in _items(self.document, "consumers")):
+            raise NotFoundError(f"no consumer {username!r}")
+        return ("consumers", ("username", username))
+
+    async def _write(self, edit: PathEdit) -> web.Response:
+        return json_response(await self.api.write_edit(edit))
+
+
+async def edit_in_place(path: Path, edit: PathEdit) -> GatewayConfig | None:
+    """Make the change in the config file's text; None when the file cannot be edited
+    that way (the caller then writes the whole document). A change the config refuses
+    raises ConfigRejected and nothing is written."""
+    try:
+        text = await asyncio.to_thread(path.read_text, "utf-8")
+        patched = edit_text(text, edit)
+    except (OSError, ConfigEditError):
+        return None
+    try:
+        config = await asyncio.to_thread(load_text, patched, str(path))
+    except ConfigError as exc:
+        raise ConfigRejected(exc.errors) from exc
+    try:
+        await asyncio.to_thread(replace_file, path, patched)
+    except OSError:
+        return None
+    return config
+
+
+def new_document(document: dict[str, Any], edit: PathEdit) -> dict[str, Any]:
+    try:
+        changed: dict[str, Any] = apply(document, edit)
+    except (ConfigEditError, KeyError, TypeError, AttributeError) as exc:
+        raise BadRequestError(f"cannot make this change to the config: {exc}") from exc
+    return changed
+
+
+def checked(value: dict[str, Any], where: str) -> dict[str, Any]:
+    """A value sent over the admin API: `${VAR}` is refused outside credentials."""
+    problems = variables_outside_credentials(value, where)
+    if problems:
+        raise ConfigRejected(problems)
+    return value
+
+
+def _instance_path(route: dict[str, Any], at: tuple[Step, ...], name: str
+                   ) -> tuple[tuple[Step, ...], str]:
+    plugins = _plugins(route)
+    rid = route.get("id")
+    multi, single = plugins.get("ai-proxy-multi"), plugins.get("ai-proxy")
+    if isinstance(multi, dict) and any(isinstance(i, dict) and i.get("name") == name
+                                       for i in multi.get("instances") or []):
+        return (*at, "ai-proxy-multi", "instances", ("name", name), "pricing"), \
+            f"routes[id={rid}].plugins.ai-proxy-multi.instances[name={name}].pricing"
+    if isinstance(single, dict) and single.get("provider") == name:
+        return (*at, "ai-proxy", "pricing"), f"routes[id={rid}].plugins.ai-proxy.pricing"
+    raise NotFoundError(f"route {rid!r} has no instance {name!r}")
+
+
+def _items(doc: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    return [x for x in doc.get(key) or [] if isinstance(x, dict)]
+
+
+def _plugins(item: dict[str, Any]) -> dict[str, Any]:
+    plugins = item.get("plugins")
+    return plugins if isinstance(plugins, dict) else {}
+
+
+def _prices(route: dict[str, Any]) -> dict[str, Any]:
+    plugins = _plugins(route)
+    multi, single = plugins.get("ai-proxy-multi"), plugins.get("ai-proxy")
+    if isinstance(multi, dict):
+        return {str(i.get("name")): i.get("pricing") for i in multi.get("instances") or []
+                if isinstance(i, dict)}
+    if isinstance(single, dict):
+        return {str(single.get("provider")): single.get("pricing")}
+    return {}
+
+
+def _exists(document: dict[str, Any], path: tuple[Step, ...]) -> bool:
+    try:
+        apply(document, PathEdit("remove", path))
+    except (ConfigEditError, KeyError, TypeError, AttributeError):
+        return False
+    return True
