@@ -62,6 +62,17 @@ async def test_the_page_loads_without_the_key_and_carries_no_data(
         assert resp.status in (401, 404)
 
 
+async def test_the_spend_tab_s_script_is_a_page_file(
+    gw: RunningGateway, http: aiohttp.ClientSession
+) -> None:
+    async with http.get(admin(gw, "/ui/spend.js")) as resp:
+        assert resp.status == 200 and resp.content_type == "text/javascript"
+        assert "default-src 'self'" in resp.headers["Content-Security-Policy"]
+        assert "/admin/spend/series" in await resp.text()
+    async with http.get(admin(gw, "/ui/")) as resp:
+        assert '<script src="spend.js" defer></script>' in await resp.text()
+
+
 async def test_eval_returns_the_confusion_matrix_of_semproxy_eval(
     gw: RunningGateway, http: aiohttp.ClientSession
 ) -> None:

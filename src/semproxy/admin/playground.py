@@ -55,7 +55,7 @@ MAX_BYTES = 8 << 20
 MAX_MISSES = 100
 PING_S = 15.0
 UI_FILES = {"": ("index.html", "text/html"), "app.js": ("app.js", "text/javascript"),
-            "style.css": ("style.css", "text/css")}
+            "spend.js": ("spend.js", "text/javascript"), "style.css": ("style.css", "text/css")}
 UI_HEADERS = {
     "Cache-Control": "no-cache",
     "X-Content-Type-Options": "nosniff",
@@ -82,7 +82,7 @@ class Playground:
     def mount(self, app: web.Application) -> None:
         r = app.router
         r.add_get("/ui", self.redirect)
-        r.add_get("/ui/{name:(app\\.js|style\\.css)?}", self.page)
+        r.add_get("/ui/{name:(app\\.js|spend\\.js|style\\.css)?}", self.page)
         r.add_post("/admin/routes/{id}/eval", self.eval)
         r.add_post("/admin/routes/{id}/calibrate", self.calibrate)
         r.add_post("/admin/routes/{id}/thresholds", self.apply_thresholds)

@@ -68,6 +68,7 @@ async function useKey(event) {
   if (typed) sessionStorage.setItem(KEY_SLOT, typed);
   $("key").value = "";
   await loadRoutes();
+  if (!$("tab-spend").hidden) loadSpend(); // spend.js
 }
 
 // Nothing read with a key stays on screen without it: scores, reports, proposals.
@@ -83,6 +84,7 @@ function clearView(message, isError = false) {
   $("calibrate-out").hidden = true;
   $("apply-result").replaceChildren();
   $("live-table").tBodies[0].replaceChildren();
+  clearSpend(); // spend.js
   say(message, isError);
 }
 
@@ -439,6 +441,7 @@ function showTab(name) {
   }
   for (const section of document.querySelectorAll(".tab")) section.hidden = section.id !== `tab-${name}`;
   if (name === "live") startLive(); else stopLive();
+  if (name === "spend") loadSpend(); // spend.js
 }
 
 function loadFile(event) {
