@@ -8,13 +8,12 @@ import functools
 import logging
 import sys
 from importlib.metadata import PackageNotFoundError, version
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import orjson
 
-from semproxy.config.loader import load_file, parse_document
+from semproxy.config.loader import load_data, load_file, parse_document
 from semproxy.config.source import ConfigSource, EtcdSource, FileSource, SourceError
-from semproxy.config.spec import GatewayConfig
 from semproxy.errors import ConfigError, GatewayError
 from semproxy.observability.logging import setup_logging
 
@@ -103,15 +102,16 @@ def _spend(args: argparse.Namespace) -> int:
     if args.config:  # reading spend needs no upstream secrets
         config = load_file(args.config, allow_unset=True)
     else:
-        config = asyncio.run(_etcd_config(args.etcd, args.prefix))
+        config = load_data(asyncio.run(_etcd_document(args.etcd, args.prefix)),
+                           allow_unset=True)
     return run_spend(config.governance, args.by, args.period, args.consumer, args.ago,
                      args.json)
 
 
-async def _etcd_config(endpoint: str, prefix: str) -> GatewayConfig:
+async def _etcd_document(endpoint: str, prefix: str) -> dict[str, Any]:
     source = EtcdSource(endpoint, prefix)
     try:
-        return await source.load()
+        return await source.document()
     finally:
         await source.aclose()
 

@@ -121,6 +121,13 @@ class EtcdSource:
         self.connected = False
 
     async def load(self) -> GatewayConfig:
+        # The replica's own --listen is applied by the runner, never written into the
+        # document: admin writes save this document back to etcd for every replica.
+        doc = await self.document()
+        return logged(await asyncio.to_thread(load_data, doc))
+
+    async def document(self) -> dict[str, Any]:
+        """The config document as stored (before `${VAR}` is filled in)."""
         try:
             kvs, revision = await self.client.range_prefix(self.prefix + "/")
         except EtcdError as exc:
@@ -128,10 +135,7 @@ class EtcdSource:
             raise SourceError(str(exc)) from exc
         self.connected = True
         self._revision = revision
-        # The replica's own --listen is applied by the runner, never written into the
-        # document: admin writes save this document back to etcd for every replica.
-        doc = document_from_etcd([(kv.key, kv.value) for kv in kvs], self.prefix)
-        return logged(await asyncio.to_thread(load_data, doc))
+        return document_from_etcd([(kv.key, kv.value) for kv in kvs], self.prefix)
 
     async def changes(self) -> AsyncIterator[None]:
         """Yield on every change; reconnect with backoff, resume after the last revision.
