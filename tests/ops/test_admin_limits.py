@@ -229,3 +229,24 @@ async def test_a_change_the_in_place_edit_cannot_make_writes_the_whole_document(
     assert plan is not None and "team-a" not in plan.groups
     assert yaml.safe_load(text_of(gw, tmp_path))["consumer_groups"] == [
         {"id": "team-a", "plugins": {}}]
+
+
+async def test_a_redis_password_is_never_shown_and_round_trips(
+        gw: RunningGateway, http: aiohttp.ClientSession, tmp_path: Path) -> None:
+    plugin = {"policy": "redis", "redis_host": "127.0.0.1", "redis_password": "s3cret-pass",
+              "limits": [{"scope": "consumer", "requests": 5, "window": "minute"}]}
+    assert (await call(http, gw, "PUT", "/admin/routes/chat/ai-rate-limiting", plugin))[0] == 200
+    status, shown = await call(http, gw, "GET", "/admin/limits")
+    assert status == 200 and "s3cret-pass" not in str(shown)
+    sent_back = shown["routes"][0]["ai-rate-limiting"]
+    assert sent_back["redis_password"] == "******"
+    sent_back["limits"][0]["requests"] = 6
+    assert (await call(http, gw, "PUT", "/admin/routes/chat/ai-rate-limiting", sent_back))[0] \
+        == 200
+    stored = yaml.safe_load(text_of(gw, tmp_path))["routes"][0]["plugins"]["ai-rate-limiting"]
+    assert stored["redis_password"] == "s3cret-pass" and stored["limits"][0]["requests"] == 6
+    status, body = await call(http, gw, "PUT", "/admin/consumers/bob/ai-rate-limiting",
+                              {"redis_password": "******", "limits": []})
+    assert status == 400 and body["error"]["errors"] == [
+        "consumers[username=bob].plugins.ai-rate-limiting.redis_password: ****** stands for "
+        "a stored password, but there is none here; give the value"]

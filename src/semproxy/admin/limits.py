@@ -29,7 +29,7 @@ from semproxy.admin.examples import replace_file
 from semproxy.config.edit import ConfigEditError
 from semproxy.config.edit_paths import PathEdit, Step, apply, edit_text
 from semproxy.config.loader import load_text
-from semproxy.config.masking import mask_secrets
+from semproxy.config.masking import MASK, mask_secrets, mask_value
 from semproxy.config.secrets import variables_outside_credentials
 from semproxy.config.spec import GatewayConfig
 from semproxy.errors import BadRequestError, ConfigError, ConfigRejected, NotFoundError
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from semproxy.admin.api import AdminAPI
 
 PLUGIN = "ai-rate-limiting"
+PASSWORDS = ("redis_password", "sentinel_password")
 GROUP_FIELDS = ("id", "desc", "labels", "plugins")
 
 
@@ -66,18 +67,19 @@ class LimitsAPI:
 
     async def overview(self, request: web.Request) -> web.Response:
         doc = self.document
-        return json_response(mask_secrets({
+        return json_response(hide_passwords(mask_secrets({
             "version": self.api.gateway.config.version,
             "consumers": [{"username": c.get("username"), "group_id": c.get("group_id"),
                            PLUGIN: _plugins(c).get(PLUGIN)} for c in _items(doc, "consumers")],
             "consumer_groups": [{"id": g.get("id"), PLUGIN: _plugins(g).get(PLUGIN)}
                                 for g in _items(doc, "consumer_groups")],
             "routes": [{"id": r.get("id"), PLUGIN: _plugins(r).get(PLUGIN),
-                        "pricing": _prices(r)} for r in _items(doc, "routes")]}))
+                        "pricing": _prices(r)} for r in _items(doc, "routes")]})))
 
     async def put_value(self, request: web.Request) -> web.Response:
         path, where = self._target(request)
         body = parse_object(await request.read())
+        body = restore_passwords(body, _value_at(self.document, path), where)
         return await self._write(PathEdit("set", path, checked(body, where)))
 
     async def delete_value(self, request: web.Request) -> web.Response:
@@ -178,6 +180,30 @@ def new_document(document: dict[str, Any], edit: PathEdit) -> dict[str, Any]:
     return changed
 
 
+def hide_passwords(node: Any) -> Any:
+    """`node` with the Redis and sentinel passwords of limit plugins shown as `******`
+    (a `${VAR}` reference is shown as written): `GET /admin/limits` shows no secret."""
+    if isinstance(node, dict):
+        return {k: mask_value(v) if k in PASSWORDS and v else hide_passwords(v)
+                for k, v in node.items()}
+    if isinstance(node, list):
+        return [hide_passwords(v) for v in node]
+    return node
+
+
+def restore_passwords(body: dict[str, Any], stored: Any, where: str) -> dict[str, Any]:
+    """A plugin sent back as `GET /admin/limits` showed it: a `******` password keeps the
+    stored one; one that stands for nothing is refused."""
+    for name in PASSWORDS:
+        if body.get(name) == MASK:
+            kept = stored.get(name) if isinstance(stored, dict) else None
+            if not isinstance(kept, str):
+                raise ConfigRejected([f"{where}.{name}: {MASK} stands for a stored password, "
+                                      "but there is none here; give the value"])
+            body = {**body, name: kept}
+    return body
+
+
 def checked(value: dict[str, Any], where: str) -> dict[str, Any]:
     """A value sent over the admin API: `${VAR}` is refused outside credentials."""
     problems = variables_outside_credentials(value, where)
@@ -218,6 +244,19 @@ def _prices(route: dict[str, Any]) -> dict[str, Any]:
     if isinstance(single, dict):
         return {str(single.get("provider")): single.get("pricing")}
     return {}
+
+
+def _value_at(document: dict[str, Any], path: tuple[Step, ...]) -> Any:
+    node: Any = document
+    for step in path:
+        if isinstance(step, tuple):
+            node = next((i for i in node or [] if isinstance(i, dict)
+                         and i.get(step[0]) == step[1]), None)
+        else:
+            node = node.get(step) if isinstance(node, dict) else None
+        if node is None:
+            return None
+    return node
 
 
 def _exists(document: dict[str, Any], path: tuple[Step, ...]) -> bool:
