@@ -177,13 +177,13 @@ def up(args: argparse.Namespace, stopping: list[bool]) -> int:
             raise SystemExit(f"{tool} is not on PATH (Debian: apt-get install etcd-server "
                              "redis-server)")
     config = yaml.safe_load(Path(args.config).read_text(encoding="utf-8")) or {}
+    port = redis_port(config)  # refused before anything starts
     data = Path(args.dir)
     data.mkdir(parents=True, exist_ok=True)
     procs: list[Proc] = []  # in stop order: replicas, then redis, then etcd
     try:
         etcd = start_etcd(data, args.etcd_port or free_port())
         procs.insert(0, etcd)
-        port = redis_port(config)
         if port is not None:
             procs.insert(0, start_redis(data, port))
         pushed = subprocess.run(semproxy("config", "push", args.config, "--etcd",

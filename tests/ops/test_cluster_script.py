@@ -52,6 +52,20 @@ def test_both_deploy_pages_show_the_command_this_test_runs() -> None:
         "python", "scripts/cluster.py", "--config", "examples/cluster.yaml", "--replicas", "2"]
 
 
+def test_a_redis_the_script_cannot_start_is_refused_before_anything_starts(
+        tmp_path: Path) -> None:
+    doc = yaml.safe_load((ROOT / "examples" / "cluster.yaml").read_text(encoding="utf-8"))
+    doc["governance"]["redis"]["host"] = "10.1.2.3"
+    path = tmp_path / "elsewhere.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    done = subprocess.run([sys.executable, "scripts/cluster.py", "--config", str(path),
+                           "--dir", str(tmp_path / "data")], cwd=ROOT, env=cli_env(),
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 1
+    assert "cluster.py starts one Redis on 127.0.0.1" in done.stderr
+    assert not (tmp_path / "data").exists()
+
+
 def config(tmp_path: Path, redis_port: int) -> Path:
     """examples/cluster.yaml on a free Redis port, with a small, dear budget."""
     text = (ROOT / "examples" / "cluster.yaml").read_text(encoding="utf-8")
