@@ -111,7 +111,14 @@ class LimitsAPI:
             raise BadRequestError(f"a group has {', '.join(GROUP_FIELDS)}"
                                   f"{'; not ' + ', '.join(unknown) if unknown else ''}"
                                   " (the id is the one in the path)")
-        group = checked({"id": group_id, **body}, f"consumer_groups[id={group_id}]")
+        where = f"consumer_groups[id={group_id}]"
+        plugin = _plugins(body).get(PLUGIN)
+        if isinstance(plugin, dict):
+            stored = _value_at(self.document, ("consumer_groups", ("id", group_id), "plugins",
+                                               PLUGIN))
+            plugin = restore_passwords(plugin, stored, f"{where}.plugins.{PLUGIN}")
+            body = {**body, "plugins": {**_plugins(body), PLUGIN: plugin}}
+        group = checked({"id": group_id, **body}, where)
         if any(g.get("id") == group_id for g in _items(self.document, "consumer_groups")):
             return await self._write(PathEdit("set", ("consumer_groups", ("id", group_id)),
                                               group))
