@@ -6,6 +6,7 @@ what they spent, and SIGTERM stops every process it started."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import re
 import shlex
@@ -142,6 +143,35 @@ async def test_a_config_change_through_etcd_reaches_both_replicas(
     spent = await asyncio.to_thread(spend_cli, cluster, "--consumer", "bob")
     assert spent["ledger"] == f"redis {cluster['redis']}/0"
     assert {a["limit"] for a in spent["allowances"]} >= {"team-a-monthly", "per-key-tpm"}
+
+
+@pytest.mark.skipif(importlib.util.find_spec("semproxy.server.governing") is None,
+                    reason="spend governance is not on the request path in this tree yet")
+async def test_two_replicas_hold_one_money_budget_shared_through_redis(
+        cluster: dict[str, Any], http: aiohttp.ClientSession) -> None:
+    urls = [r["url"] for r in cluster["replicas"]]
+    keys = [ENV["ALICE_KEY"], ENV["BOB_KEY"]]
+    limit = asyncio.Semaphore(16)
+
+    async def one(i: int) -> tuple[int, int, dict[str, Any]]:
+        async with limit:
+            status, body = await ask(http, urls[i % 2], keys[i // 2 % 2])
+            return i % 2, status, body
+
+    answers = await asyncio.gather(*(one(i) for i in range(REQUESTS)))
+    served = [i for i, status, _ in answers if status == 200]
+    refused = [b for _, status, b in answers if status == 429]
+    assert len(served) + len(refused) == REQUESTS
+    assert served.count(0) > 20 and served.count(1) > 20, "both replicas served"
+    assert refused and all(b["error"]["code"] == "insufficient_quota" for b in refused)
+
+    spent = await asyncio.to_thread(spend_cli, cluster, "--by", "group")
+    [team] = spent["rows"]
+    assert team["key"] == "team-a" and team["requests"] == len(served)
+    assert team["cost"] <= BUDGET  # no answer passes its hold: the budget is never passed
+    assert team["cost"] > BUDGET - 4 * HOLD  # and it is refused near its end only
+    [left] = [a for a in spent_allowance(cluster) if a["limit"] == "team-a-monthly"]
+    assert left["used"] == pytest.approx(team["cost"])
 
 
 def spent_allowance(info: dict[str, Any]) -> list[dict[str, Any]]:
