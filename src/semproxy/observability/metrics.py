@@ -168,8 +168,8 @@ class Metrics(RequestObserver):
         each series grows by what its total grew since the last fold."""
         for row in rows:
             key = (row.name, row.labels)
-            grown = row.value - self._seen.get(key, 0)
-            if grown <= 0:
+            seen = self._seen.get(key)
+            if seen is not None and row.value <= seen:
                 continue
             self._seen[key] = row.value
             metric = self._folded.get(row.name)
@@ -177,7 +177,10 @@ class Metrics(RequestObserver):
                 metric = self._folded[row.name] = Counter(
                     row.name.removesuffix("_total"), row.help,
                     [name for name, _ in row.labels], registry=self.registry)
-            self._child(metric, *(value for _, value in row.labels)).inc(grown)
+            # A series shows from its first fold, at 0 too (a rate over it starts there).
+            child = self._child(metric, *(value for _, value in row.labels))
+            if row.value > (seen or 0):
+                child.inc(row.value - (seen or 0))
 
     def on_embedding(self, route: str, seconds: float | None, decision_cached: bool | None
                      ) -> None:
