@@ -23,6 +23,7 @@ from pydantic import (
 # the schema module lists every model of the config.
 from semproxy.config.limits import (  # noqa: F401
     AIRateLimiting,
+    BudgetRouting,
     ConsumerGroup,
     ConsumerGroupPlugins,
     Governance,
@@ -245,6 +246,9 @@ class Balancer(Strict):
     context: Literal["last_user", "conversation"] = "last_user"
     conversation: Conversation = Field(default_factory=Conversation)
     shadow: Shadow | None = None
+    # semproxy extension: as a consumer's budget fills, weak matches of a dearer
+    # instance move to cheaper ones (governance/tiers.py).
+    budget_routing: BudgetRouting | None = None
 
     @field_validator("threshold")
     @classmethod

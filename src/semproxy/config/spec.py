@@ -20,6 +20,7 @@ from semproxy.embeddings.factory import EmbeddingSpec
 from semproxy.embeddings.registry import DEFAULT_LOCAL_MODEL, LOCAL_MODELS
 from semproxy.errors import ConfigError, UpstreamError
 from semproxy.governance.plan import GovernancePlan
+from semproxy.governance.tiers import TierPolicy, blended
 from semproxy.providers.base import Provider
 from semproxy.providers.registry import LOCAL_EMBEDDINGS, PROVIDERS, embedding_provider_names
 from semproxy.transport.target import NetPolicy, Target, TlsFiles
@@ -69,6 +70,7 @@ class SemanticSpec:
     auto_threshold: bool = False
     conversation: s.Conversation | None = None  # None: route on the last user turn only
     background_weight: float = 0.0  # balancer.background_weight (fast model only)
+    budget: TierPolicy | None = None  # balancer.budget_routing (governance/tiers.py)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -353,6 +355,9 @@ def _semantic(
     if balancer.algorithm != "semantic":
         if opts is not None:
             errs.add(f"{ppath}.semantic_opts", "only valid with balancer.algorithm semantic")
+        if balancer.budget_routing is not None:
+            errs.add(f"{ppath}.balancer.budget_routing",
+                     "only valid with balancer.algorithm semantic")
         if examples:
             errs.warnings.append(f"{ppath}: instances have examples but the balancer is "
                                  f"{balancer.algorithm}; the examples are ignored")
@@ -379,7 +384,25 @@ def _semantic(
         embeddings=emb, catchall=catchall, apisix_header=opts is not None and opts.debugging,
         center=balancer.center, background_weight=balancer.background_weight,
         conversation=balancer.conversation if balancer.context == "conversation" else None,
+        budget=_budget(multi, f"{ppath}.balancer.budget_routing", errs),
     )
+
+
+def _budget(multi: s.AIProxyMulti, path: str, errs: _Errors) -> TierPolicy | None:
+    """The route's tier policy; every instance needs prices to tell what is cheaper."""
+    conf = multi.balancer.budget_routing
+    if conf is None:
+        return None
+    if conf.keep_margin != sorted(conf.keep_margin):
+        errs.add(f"{path}.keep_margin", "margins grow with the tier (more prompts move as "
+                 "the budget fills)")
+    unpriced = [i.name for i in multi.instances if i.pricing is None]
+    if unpriced:
+        errs.add(path, f"needs pricing on every instance to tell what is cheaper: "
+                 f"{', '.join(unpriced)} have none")
+    prices = {i.name: blended(i.pricing.input, i.pricing.output, conf.input_share)
+              for i in multi.instances if i.pricing is not None}
+    return TierPolicy(tuple(conf.keep_margin), MappingProxyType(prices))
 
 
 def _warn_unset_threshold(multi: s.AIProxyMulti, ppath: str, errs: _Errors) -> None:

@@ -27,6 +27,10 @@ class FanoutObserver(RequestObserver):
         for o in self.observers:
             o.on_semantic(route, decision, prompt)
 
+    def on_budget(self, route: str, tier: int, pick: str, served: str) -> None:
+        for o in self.observers:
+            o.on_budget(route, tier, pick, served)
+
     def on_embedding(self, route: str, seconds: float | None, decision_cached: bool | None
                      ) -> None:
         for o in self.observers:

@@ -23,6 +23,7 @@ from semproxy.observability.observer import RequestObserver, SilentObserver
 from semproxy.runtime.compile import compile_table
 from semproxy.runtime.routes import RouteTable
 from semproxy.semantic.router import strong_readiness
+from semproxy.server.governing import Governance
 from semproxy.server.listener import ANSWER_HEADERS
 from semproxy.server.pipeline import Version, handle
 from semproxy.server.shadow import ShadowRunner
@@ -44,11 +45,14 @@ class Gateway:
                  transport: Transport | None = None) -> None:
         self.transport: Transport = transport or SchemeTransport()
         self.observer: RequestObserver = observer or SilentObserver()
+        self.governance = Governance()
         self.version = self._compile(config)
+        self.governance.current = self.version.governed
         self.shadows = ShadowRunner()
 
     def _compile(self, config: GatewayConfig) -> Version:
-        return Version.of(compile_table(config, self.transport, self.observer), self.transport)
+        table = compile_table(config, self.transport, self.observer)
+        return Version.of(table, self.transport, self.governance.prepare(config.governance))
 
     @property
     def table(self) -> RouteTable:
@@ -74,6 +78,7 @@ class Gateway:
         await version.table.warm()
         version.table.start_checks()
         old, self.version = self.version, version
+        self.governance.activate(version.governed, config.shutdown_grace_s)
         await old.table.stop_checks()
         log.info("config version %s active (%d routes)", config.version, len(config.routes))
 
@@ -85,6 +90,7 @@ class Gateway:
         metrics.on_strong_shed(sum(w.shed for w in self.table.pool.strong_workers))
         for route in self.table.routes:
             metrics.on_health_snapshot(route.spec.id, route.health.snapshot())
+        metrics.on_counts(self.governance.counts())
 
     async def proxy(self, request: web.Request) -> web.StreamResponse:
         return await handle(request, self.version, self.observer, self.shadows)
@@ -92,6 +98,7 @@ class Gateway:
     async def aclose(self) -> None:
         await self.shadows.aclose()
         await self.table.stop_checks()
+        await self.governance.aclose()
         await self.transport.aclose()
 
 

@@ -23,6 +23,9 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
+from semproxy.errors import GatewayError
+from semproxy.governance.reservation import Reservation
+from semproxy.governance.tiers import BudgetChoice
 from semproxy.observability.observer import RequestObserver
 from semproxy.protocols.contract import ClientProtocol, Converter, Parsed
 from semproxy.runtime.legs import Leg, LegTable
@@ -79,7 +82,8 @@ class StreamTap(Protocol):
 
 class InstanceGate(Protocol):
     """Keeps an instance out of one request's failover loop (an instance out of its own
-    quota), the way an unhealthy one is: asked for each candidate before its attempt."""
+    quota), the way an unhealthy one is: asked for each candidate before its attempt.
+    A gate that refuses may set `Exchange.refusal`: the answer when no instance is left."""
 
     async def allows(self, exchange: Exchange, instance: str) -> bool: ...
 
@@ -113,6 +117,16 @@ class Exchange:
     headers: dict[str, str] | None = None  # added to every answer (rate-limit headers)
     taps: list[StreamTap] | None = None
     gates: list[InstanceGate] | None = None
+    # Spend governance (server/admit.py): the request's holds, the answer when a gate
+    # left no instance, the budget rule's choice on a semantic route, what it cost
+    # (nanos; None: unpriced) and was charged, and the HTTP request for routes whose
+    # limits read request variables (APISIX rules[].key; nothing else reads it).
+    reservation: Reservation | None = None
+    refusal: GatewayError | None = None
+    budget: BudgetChoice | None = None
+    cost: int | None = None
+    charged: Usage | None = None  # what the budgets were charged (an estimate when marked)
+    http: web.Request | None = None
 
     def __init__(self, request_id: str, protocol: ClientProtocol,
                  observer: RequestObserver) -> None:

@@ -1,7 +1,7 @@
 """The request path, top to bottom, and the per-route phase list compiled once per version.
 
     enter    route match, auth (consumer), read + parse body in the client's protocol
-    admit    limits and budgets (server/admit.py; none yet)
+    admit    limits and budgets (server/admit.py: spend governance)
     route    balancer or semantic decision, candidate order, first pick
     lookup   response cache (server/lookup.py; none yet)
     call     upstream attempts with failover, through the transport
@@ -29,7 +29,7 @@ from semproxy.observability.observer import RequestObserver
 from semproxy.protocols.registry import is_models, protocol_for
 from semproxy.runtime.routes import RouteState, RouteTable
 from semproxy.server.account import finish
-from semproxy.server.admit import admission_for
+from semproxy.server.admit import GovernedVersion, admission_for, reads_vars
 from semproxy.server.call import CallPhase
 from semproxy.server.enter import enter, list_models
 from semproxy.server.exchange import Answer, Exchange, request_id
@@ -56,15 +56,18 @@ class Accounting(Protocol):
 @dataclass(frozen=True, slots=True)
 class Pipeline:
     """A route's phases after enter, in order (the call phase last: it always answers),
-    and those with an accounting half."""
+    and those with an accounting half. `reads_request`: a phase reads the HTTP request
+    itself (limits keyed by request variables), so the exchange carries it."""
 
     phases: tuple[Phase, ...]
     accounting: tuple[Accounting, ...]
+    reads_request: bool = False
 
 
-def compile_pipeline(route: RouteState, transport: Transport) -> Pipeline:
+def compile_pipeline(route: RouteState, transport: Transport,
+                     governed: GovernedVersion | None = None) -> Pipeline:
     """The phases `route` uses, in order."""
-    admission, cache = admission_for(route), cache_for(route)
+    admission, cache = admission_for(route, governed), cache_for(route)
     phases: list[Phase] = []
     accounting: list[Accounting] = []
     if admission is not None:
@@ -75,20 +78,26 @@ def compile_pipeline(route: RouteState, transport: Transport) -> Pipeline:
         phases.append(cache)
         accounting.append(cache)
     phases.append(CallPhase(route, transport))
-    return Pipeline(tuple(phases), tuple(accounting))
+    reads = governed is not None and admission is not None \
+        and reads_vars(route, governed.governor.plan)
+    return Pipeline(tuple(phases), tuple(accounting), reads)
 
 
 @dataclass(frozen=True, slots=True)
 class Version:
-    """One config version as the data plane serves it: its route table and each route's
-    pipeline. Swapped in whole, so a request keeps the version it started with."""
+    """One config version as the data plane serves it: its route table, each route's
+    pipeline and its governor (None without limits, budgets or prices). Swapped in
+    whole, so a request keeps the version it started with."""
 
     table: RouteTable
     pipelines: dict[str, Pipeline]
+    governed: GovernedVersion | None = None
 
     @classmethod
-    def of(cls, table: RouteTable, transport: Transport) -> Version:
-        return cls(table, {r.spec.id: compile_pipeline(r, transport) for r in table.routes})
+    def of(cls, table: RouteTable, transport: Transport,
+           governed: GovernedVersion | None = None) -> Version:
+        return cls(table, {r.spec.id: compile_pipeline(r, transport, governed)
+                           for r in table.routes}, governed)
 
 
 async def handle(request: web.Request, version: Version, observer: RequestObserver,
@@ -102,6 +111,8 @@ async def handle(request: web.Request, version: Version, observer: RequestObserv
         else:
             route = await enter(request, exchange, version.table)
             pipeline = version.pipelines[route.spec.id]
+            if pipeline.reads_request:
+                exchange.http = request
             answer = None
             for phase in pipeline.phases:
                 answer = await phase.run(exchange)

@@ -402,6 +402,13 @@ function turnWeights(context) {
   return context && context.length ? context.join(" / ") : "-";
 }
 
+// Budget-aware routing read the decision again: the tier and whether the prompt moved.
+function budgetNote(budget) {
+  if (!budget) return "";
+  return budget.moved ? ` \u2192 budget tier ${budget.tier}: moved to ${budget.served}`
+    : ` (budget tier ${budget.tier}: kept)`;
+}
+
 function addLiveRow(d) {
   const body = $("live-table").tBodies[0];
   const kind = d.status >= 400 ? "failed" : d.reason && d.reason !== "matched" ? "fallback" : "";
@@ -409,7 +416,7 @@ function addLiveRow(d) {
   body.prepend(el("tr", { class: kind, "data-seq": d.seq, "data-route": d.route,
                          "data-served": d.instance },
     ...[new Date(d.at * 1000).toLocaleTimeString(), d.route, d.pick, d.instance, d.status,
-        num(d.top_score), d.reason ?? "-", turnWeights(d.context), `${d.latency_ms} ms`, "",
+        num(d.top_score), (d.reason ?? "-") + budgetNote(d.budget), turnWeights(d.context), `${d.latency_ms} ms`, "",
         d.prompt ?? ""]
       .map((v) => el("td", {}, v)), liveAddCell(d)));
   while (body.rows.length > LIVE_ROWS) body.lastElementChild.remove();
