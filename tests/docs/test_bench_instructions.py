@@ -87,7 +87,7 @@ def test_bodies_have_each_protocols_shape() -> None:
 def test_every_scenario_that_runs_names_a_known_server() -> None:
     live = [s for s in SCENARIOS if not s.pending]
     assert all(s.server in SERVERS for s in live)
-    assert {s.key for s in SCENARIOS if s.pending} == {"rr-limits", "rr-cache"}
+    assert {s.key for s in SCENARIOS if s.pending} == {"rr-cache"}
 
 
 def test_n_comes_from_the_upstream_unless_the_scenario_counts_at_the_client() -> None:
