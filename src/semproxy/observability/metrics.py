@@ -23,6 +23,7 @@ from prometheus_client import (
 )
 from prometheus_client import multiprocess as mp
 
+from semproxy.observability.cache_metrics import CacheMetrics
 from semproxy.observability.observer import DecisionView, RequestObserver
 from semproxy.observability.tokens import COMPLETION, PROMPT, TOTAL
 from semproxy.types import Usage
@@ -116,6 +117,7 @@ class Metrics(RequestObserver):
         self.shadow_dropped = Counter("semproxy_shadow_dropped_total",
                                       "Shadow decisions skipped because the queue was full",
                                       ["route"], registry=r)
+        self.cache_metrics = CacheMetrics(r, self._child)
         self._shed_seen = 0
         self._version: str | None = None
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
@@ -151,6 +153,19 @@ class Metrics(RequestObserver):
 
     def on_shadow_dropped(self, route: str) -> None:
         self._child(self.shadow_dropped, route).inc()
+
+    def on_cache(self, route: str, status: str, layer: str | None) -> None:
+        self.cache_metrics.on_cache(route, status, layer)
+
+    def on_cache_store(self, route: str, outcome: str) -> None:
+        self.cache_metrics.on_cache_store(route, outcome)
+
+    def on_cache_saved(self, route: str, usage: Usage, money: float) -> None:
+        self.cache_metrics.on_cache_saved(route, usage, money)
+
+    def on_cache_shadow(self, route: str, layer: str, similarity: float | None,
+                        wrong: bool) -> None:
+        self.cache_metrics.on_cache_shadow(route, layer, similarity, wrong)
 
     # -- the rest of the gateway -------------------------------------------
     def on_embedding(self, route: str, seconds: float | None, decision_cached: bool | None

@@ -16,6 +16,7 @@ import orjson
 from aiohttp import web
 from aiohttp.web_urldispatcher import _default_expect_handler
 
+from semproxy.cache.stores import CacheStores
 from semproxy.config.spec import GatewayConfig
 from semproxy.errors import GatewayError, PayloadTooLargeError
 from semproxy.observability.metrics import Metrics
@@ -44,11 +45,13 @@ class Gateway:
                  transport: Transport | None = None) -> None:
         self.transport: Transport = transport or SchemeTransport()
         self.observer: RequestObserver = observer or SilentObserver()
+        self.caches = CacheStores()  # response caches: they outlive config versions
         self.version = self._compile(config)
         self.shadows = ShadowRunner()
 
     def _compile(self, config: GatewayConfig) -> Version:
-        return Version.of(compile_table(config, self.transport, self.observer), self.transport)
+        return Version.of(compile_table(config, self.transport, self.observer), self.transport,
+                          self.caches)
 
     @property
     def table(self) -> RouteTable:
@@ -75,6 +78,7 @@ class Gateway:
         version.table.start_checks()
         old, self.version = self.version, version
         await old.table.stop_checks()
+        await self.caches.retain(r.spec.cache for r in version.table.routes if r.spec.cache)
         log.info("config version %s active (%d routes)", config.version, len(config.routes))
 
     def report(self, metrics: Metrics) -> None:
@@ -85,12 +89,16 @@ class Gateway:
         metrics.on_strong_shed(sum(w.shed for w in self.table.pool.strong_workers))
         for route in self.table.routes:
             metrics.on_health_snapshot(route.spec.id, route.health.snapshot())
+        held, entries, evictions = self.caches.memory_held()
+        faults = sum(c.backend.faults for c in self.caches.all())
+        metrics.cache_metrics.on_state(held, entries, evictions, faults, self.caches.dropped)
 
     async def proxy(self, request: web.Request) -> web.StreamResponse:
         return await handle(request, self.version, self.observer, self.shadows)
 
     async def aclose(self) -> None:
         await self.shadows.aclose()
+        await self.caches.aclose()
         await self.table.stop_checks()
         await self.transport.aclose()
 

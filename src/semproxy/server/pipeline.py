@@ -3,7 +3,7 @@
     enter    route match, auth (consumer), read + parse body in the client's protocol
     admit    limits and budgets (server/admit.py; none yet)
     route    balancer or semantic decision, candidate order, first pick
-    lookup   response cache (server/lookup.py; none yet)
+    lookup   response cache (server/lookup.py, routes with ai-cache)
     call     upstream attempts with failover, through the transport
     relay    whole or streamed, translated back to the client's protocol
     account  each phase's accounting, then metrics, access line, shadow
@@ -18,13 +18,16 @@ not use is not in its list. A phase returns an `Answer` to end the request
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from aiohttp import web
 
+from semproxy.cache.stores import CacheStores
 from semproxy.errors import GatewayError
+from semproxy.governance.plan import GovernancePlan
+from semproxy.governance.pricing import Price
 from semproxy.observability.observer import RequestObserver
 from semproxy.protocols.registry import is_models, protocol_for
 from semproxy.runtime.routes import RouteState, RouteTable
@@ -62,9 +65,11 @@ class Pipeline:
     accounting: tuple[Accounting, ...]
 
 
-def compile_pipeline(route: RouteState, transport: Transport) -> Pipeline:
-    """The phases `route` uses, in order."""
-    admission, cache = admission_for(route), cache_for(route)
+def compile_pipeline(route: RouteState, transport: Transport, caches: CacheStores,
+                     prices: Mapping[str, Price] | None = None) -> Pipeline:
+    """The phases `route` uses, in order. `caches` holds the response caches that live
+    across versions; `prices` the route's instance prices (what a cache hit saved)."""
+    admission, cache = admission_for(route), cache_for(route, caches, prices or {})
     phases: list[Phase] = []
     accounting: list[Accounting] = []
     if admission is not None:
@@ -87,8 +92,19 @@ class Version:
     pipelines: dict[str, Pipeline]
 
     @classmethod
-    def of(cls, table: RouteTable, transport: Transport) -> Version:
-        return cls(table, {r.spec.id: compile_pipeline(r, transport) for r in table.routes})
+    def of(cls, table: RouteTable, transport: Transport, caches: CacheStores | None = None
+           ) -> Version:
+        """`caches`: the gateway's, so entries outlive the version (a fresh set if None)."""
+        caches = CacheStores() if caches is None else caches
+        governance = table.config.governance
+        return cls(table, {r.spec.id: compile_pipeline(r, transport, caches,
+                                                       _prices(governance, r.spec.id))
+                           for r in table.routes})
+
+
+def _prices(governance: GovernancePlan | None, route: str) -> Mapping[str, Price]:
+    policy = None if governance is None else governance.policy(route)
+    return {} if policy is None else policy.prices
 
 
 async def handle(request: web.Request, version: Version, observer: RequestObserver,
