@@ -151,8 +151,14 @@ class CachePhase:
             # (Anthropic's top_k, thinking...) change the answer, so they key it too.
             payload = {**payload, "native": {k: v for k, v in parsed.native.items()
                                              if k not in ("messages", "stream")}}
-        return plan(self.spec, payload, self.upstreams[instance], exchange.cache_headers or {},
-                    exchange.consumer, exchange.cache_vars)
+        return self.plan_for(payload, instance, exchange.cache_headers or {},
+                             exchange.consumer, exchange.cache_vars)
+
+    def plan_for(self, payload: Mapping[str, Any], instance: str, headers: Mapping[str, str],
+                 consumer: str | None, variables: Mapping[str, str] | None
+                 ) -> CachePlan | Bypass:
+        """The plan of a Chat Completions `payload` served by `instance` (explain uses it)."""
+        return plan(self.spec, payload, self.upstreams[instance], headers, consumer, variables)
 
     async def read(self, exchange: Exchange, visit: CacheVisit, found: CachePlan
                    ) -> Answer | None:

@@ -36,7 +36,7 @@ from semproxy.server.admit import admission_for
 from semproxy.server.call import CallPhase
 from semproxy.server.enter import enter, list_models
 from semproxy.server.exchange import Answer, Exchange, request_id
-from semproxy.server.lookup import cache_for
+from semproxy.server.lookup import CachePhase, cache_for
 from semproxy.server.relay import error_response, relay
 from semproxy.server.route import RoutePhase
 from semproxy.server.shadow import ShadowRunner
@@ -63,6 +63,7 @@ class Pipeline:
 
     phases: tuple[Phase, ...]
     accounting: tuple[Accounting, ...]
+    cache: CachePhase | None = None  # the route's response cache (purge and explain)
 
 
 def compile_pipeline(route: RouteState, transport: Transport, caches: CacheStores,
@@ -80,7 +81,7 @@ def compile_pipeline(route: RouteState, transport: Transport, caches: CacheStore
         phases.append(cache)
         accounting.append(cache)
     phases.append(CallPhase(route, transport))
-    return Pipeline(tuple(phases), tuple(accounting))
+    return Pipeline(tuple(phases), tuple(accounting), cache)
 
 
 @dataclass(frozen=True, slots=True)
