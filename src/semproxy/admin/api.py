@@ -148,7 +148,8 @@ class AdminAPI:
             {"id": r.spec.id, "uri": r.spec.uri + ("*" if r.spec.is_prefix else ""),
              "algorithm": r.spec.algorithm,
              "instances": [i.name for i in r.spec.instances],
-             "health": r.health.snapshot()}
+             "health": r.health.snapshot(),
+             "cache": r.spec.cache.mode if r.spec.cache is not None else None}
             for r in table.routes]})
 
     async def _write(self, document: dict[str, Any]) -> web.Response:

@@ -23,10 +23,10 @@ from semproxy.cache.keys import purge_pattern
 from semproxy.cache.lookup import EXACT, Hit, Refused
 from semproxy.cache.plan import Bypass
 from semproxy.cache.stores import CacheStores
-from semproxy.errors import BadRequestError, NotFoundError, UnavailableError
-from semproxy.server.cache_answer import HIT_EXACT, HIT_SEMANTIC
 from semproxy.config.spec import GatewayConfig
+from semproxy.errors import BadRequestError, NotFoundError, UnavailableError
 from semproxy.runtime.compile import compile_table
+from semproxy.server.cache_answer import HIT_EXACT, HIT_SEMANTIC
 from semproxy.server.lookup import MISS, CachePhase
 from semproxy.server.pipeline import Version
 from semproxy.transport.schemes import SchemeTransport
