@@ -320,8 +320,8 @@ async def test_no_scores_stay_on_screen_after_forget_or_a_refused_key(
 async def shadow_gw(tmp_path: Path) -> Any:
     """The quickstart with its route's response cache in shadow mode."""
     path = quickstart_file(tmp_path)
-    text = path.read_text(encoding="utf-8").replace(
-        "    plugins:\n", "    plugins:\n      ai-cache: {layers: [exact, semantic], mode: shadow}\n")
+    cache = "      ai-cache: {layers: [exact, semantic], mode: shadow}\n"
+    text = path.read_text(encoding="utf-8").replace("    plugins:\n", "    plugins:\n" + cache)
     path.write_text(text, encoding="utf-8")
     running = await start(load_file(path), "127.0.0.1:0", source=FileSource(path))
     yield running
