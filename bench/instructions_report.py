@@ -49,6 +49,8 @@ SERVERS = {s.key: s for s in (
     Server("gw-local", "local"),
     Server("gw-local-nolog", "local", ("--no-access-log",)),
     Server("gw-accurate", "accurate", needs_accurate=True),
+    Server("gw-rr-cache", "rr-cache"),
+    Server("gw-rr-cache-exact", "rr-cache-exact"),
 )}
 
 SCENARIOS = (
@@ -75,8 +77,12 @@ SCENARIOS = (
     Scenario("rr-limits", "round-robin x3 with limits", "gw-rr-limits",
              pending="slot: spend and rate limits are not built yet (issue 25)"),
     Scenario("rr-cache", "round-robin x3 with the response cache, repeated prompts",
-             "gw-rr-cache", "small", counted_at="client",
-             pending="slot: the response cache is not built yet (issue 26)"),
+             "gw-rr-cache", "small", counted_at="client"),
+    Scenario("rr-cache-miss", "round-robin x3 with the response cache, a new prompt per "
+             "request", "gw-rr-cache", "varied"),
+    Scenario("rr-cache-exact-miss", "round-robin x3 with the exact layer only, a new prompt "
+             "per request", "gw-rr-cache-exact", "varied"),
+    Scenario("rr-varied", "round-robin x3, a new prompt per request", "gw-rr", "varied"),
 )
 
 

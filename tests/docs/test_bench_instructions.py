@@ -87,7 +87,7 @@ def test_bodies_have_each_protocols_shape() -> None:
 def test_every_scenario_that_runs_names_a_known_server() -> None:
     live = [s for s in SCENARIOS if not s.pending]
     assert all(s.server in SERVERS for s in live)
-    assert {s.key for s in SCENARIOS if s.pending} == {"rr-limits", "rr-cache"}
+    assert {s.key for s in SCENARIOS if s.pending} == {"rr-limits"}
 
 
 def test_n_comes_from_the_upstream_unless_the_scenario_counts_at_the_client() -> None:
@@ -105,7 +105,7 @@ def test_the_report_shows_each_run_ratios_slots_and_disagreements() -> None:
                "rr-nolog": [Measured(850_000_000, 1000, 998), Measured(859_000_000, 1000, 1000)]}
     rps = {"relay": [1000.0, 1100.0, 900.0], "rr": [600.0, 550.0, 630.0]}
     wanted = [s for s in SCENARIOS if s.key in {"relay", "rr", "rr-msg", "rr-nolog",
-                                                "sem-acc-miss", "rr-cache"}]
+                                                "sem-acc-miss", "rr-limits"}]
     text = render(wanted, results, rps, {"gw-accurate": "model: accurate unavailable: x"},
                   META)
     lines = text.splitlines()
@@ -117,7 +117,7 @@ def test_the_report_shows_each_run_ratios_slots_and_disagreements() -> None:
     msg = next(line for line in lines if "Anthropic Messages client |" in line)
     assert "945.0k / - |" in msg
     assert "skipped: model: accurate unavailable: x" in text
-    assert "slot: the response cache is not built yet (issue 26)" in text
+    assert "slot: spend and rate limits are not built yet (issue 25)" in text
     assert "Anthropic Messages x Chat Completions on the same route" in text
     assert "1.05 / -" in text
     assert "`--no-access-log` on `rr` saves, per run: 50.0k / 50.0k" in text

@@ -7,11 +7,11 @@ Run after every request of a route with `ai-cache`, whatever ended it:
   the request but no tokens, `exchange.source` being "cache");
 - it settles the single flight the request led, with its answer when that
   answer may be shared, so followers are served at once;
-- it hands a complete answer (the terminal event seen, no error, no
-  content-filter stop: cache/policy.py) to a background job that writes it
-  under the keys of the instance that actually served (another one than the
-  first pick after a failover), embedding the compared turn first when the
-  lookup did not;
+- it stores a complete answer (the terminal event seen, no error, no
+  content-filter stop: cache/policy.py) under the keys of the instance that
+  actually served (another one than the first pick after a failover): in a
+  background job when the store is Redis or the compared turn must be embedded
+  first, so the answer never waits for either; at once in process memory;
 - in shadow mode it also compares the answer the cache would have given with
   the fresh one, in another background job.
 """
@@ -58,7 +58,7 @@ class CacheAccount:
         self.route = phase.route.spec.id
         self._logged = -QUIET_S
 
-    def account(self, exchange: Exchange) -> None:
+    async def account(self, exchange: Exchange) -> None:
         visit = exchange.cache
         if visit is None:
             return
@@ -83,7 +83,12 @@ class CacheAccount:
             again = self.phase.plan(exchange, served)
             found = again if isinstance(again, CachePlan) else None
         if found is not None and found.control.write:
-            self.caches.spawn(self.store(found, completion, visit.vector, observer))
+            job = self.store(found, completion, visit.vector, observer)
+            if self.phase.cache.backend.is_local and (visit.vector is not None
+                                                      or found.partition is None):
+                await job  # in memory, with nothing to embed: done before a task could start
+            else:
+                self.caches.spawn(job)
         if visit.would is not None:
             self.caches.spawn(self.compare(visit.would, completion, observer,
                                            exchange.request_id))

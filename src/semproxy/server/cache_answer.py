@@ -39,12 +39,12 @@ def wants_stream(exchange: Exchange) -> bool:
 
 
 def hit_answer(exchange: Exchange, completion: dict[str, Any]) -> Answer:
-    """`completion` (usage marked cached) as the client asked for it."""
+    """`completion` (usage marked cached) as the client asked for it. A whole one goes
+    as read already (`Answer.body`): the relay has nothing to parse."""
     if wants_stream(exchange):
-        reply = MemoryReply(list(stream_events(completion, include_usage=True)), SSE)
-    else:
-        reply = MemoryReply([orjson.dumps(completion)], JSON)
-    return _answer(exchange, reply)
+        return _answer(exchange, MemoryReply(list(stream_events(completion, True)), SSE))
+    body = orjson.dumps(completion)
+    return _answer(exchange, MemoryReply([body], JSON), body)
 
 
 def follower_answer(exchange: Exchange, flight: Flight[dict[str, Any]], timeout_s: float
@@ -53,11 +53,12 @@ def follower_answer(exchange: Exchange, flight: Flight[dict[str, Any]], timeout_
     return _answer(exchange, FlightReply(flight, timeout_s))
 
 
-def _answer(exchange: Exchange, reply: MemoryReply | FlightReply) -> Answer:
+def _answer(exchange: Exchange, reply: MemoryReply | FlightReply, body: bytes | None = None
+            ) -> Answer:
     found = conversion(exchange.protocol.name, CHAT)
     assert found is not None  # every chat-like protocol is served from Chat Completions
     speaks, back = found
-    return Answer(reply, speaks, back, content_type=JSON, label="cache")
+    return Answer(reply, speaks, back, body, content_type=JSON, label="cache")
 
 
 class FlightReply:

@@ -17,9 +17,8 @@ Its two halves:
   None and registers a `CacheTap` on a stream. Every fault, and a lookup
   longer than the route's `deadline`, is a miss.
 - `account`, whatever ended the request: counts what the cache did, settles the
-  flight, and hands a complete answer (cache/policy.py decides what is) to a
-  background job that stores it under the keys of the instance that served it,
-  so the answer goes out without waiting for the store.
+  flight, and stores a complete answer (cache/policy.py decides what is) under
+  the keys of the instance that served it (server/cache_account.py).
 
 In `mode: shadow` the request is always served by the upstream: `run` looks it
 up and remembers what would have served, `account` stores the fresh answer and
@@ -59,6 +58,7 @@ from semproxy.server.cache_answer import (
     wants_stream,
 )
 from semproxy.server.exchange import Answer, Exchange
+from semproxy.types import Usage
 
 log = logging.getLogger("semproxy.cache")
 
@@ -199,11 +199,12 @@ class CachePhase:
     async def look(self, exchange: Exchange, visit: CacheVisit, found: CachePlan
                    ) -> Hit | None:
         """The exact layer, then the semantic one; a miss on any fault or past the deadline."""
+        # The exact read is one store call, under the store's own deadline.
+        hit = await self.cache.lookup_exact(found)
+        if hit is not None or found.partition is None:
+            return hit
         try:
             async with asyncio.timeout(self.deadline_s):
-                hit = await self.cache.lookup_exact(found)
-                if hit is not None or found.partition is None:
-                    return hit
                 vector = visit.vector = await self.vector(found.text)
                 if vector is None:
                     return None
@@ -227,6 +228,8 @@ class CachePhase:
 
     def hit(self, exchange: Exchange, visit: CacheVisit, hit: Hit) -> Answer:
         self.hit_visit(exchange, visit, hit.layer, hit.similarity, hit.age_s)
+        saved = hit.saved  # as the answer reports it: every prompt token cached
+        exchange.usage = Usage(saved.input, saved.output, saved.input, saved.estimated)
         return hit_answer(exchange, hit.completion)
 
     def hit_visit(self, exchange: Exchange, visit: CacheVisit, layer: str,
@@ -244,7 +247,7 @@ class CachePhase:
             exchange.headers = {**(exchange.headers or {}), **added}
 
     async def account(self, exchange: Exchange) -> None:
-        self.accounting.account(exchange)
+        await self.accounting.account(exchange)
 
 
 def cache_for(route: RouteState, caches: CacheStores, prices: Mapping[str, Price]
