@@ -35,18 +35,22 @@ class _Slot:
 class _Partition:
     """One partition's index items in the order they were stored, their vectors kept
     stacked: each item appends a row, so a lookup reads a view of the matrix instead
-    of stacking every item again. A row is never changed in place once a lookup may
-    hold the view: removing one copies the rest into a new matrix."""
+    of stacking every item again. Rows `[start, n)` are live; a row is never changed
+    once a lookup may hold the view: the oldest item leaves by moving `start` (the
+    common removal: a full partition drops its oldest), any other by copying the
+    rest into a new matrix, and a full matrix is copied into a larger one."""
 
-    __slots__ = ("_matrix", "_n", "created", "expires", "keys", "prompts")
+    __slots__ = ("_matrix", "_n", "_present", "_start", "created", "expires", "keys",
+                 "prompts")
 
     def __init__(self) -> None:
         self.expires = 0.0
         self.keys: list[str] = []
         self.prompts: list[str] = []
         self.created: list[float] = []
+        self._present: set[str] = set()
         self._matrix: np.ndarray | None = None
-        self._n = 0
+        self._start = self._n = 0
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -56,34 +60,44 @@ class _Partition:
         vector = item.vector
         matrix = self._matrix
         if matrix is None or self._n == len(matrix) or matrix.shape[1] != vector.shape[0]:
-            matrix = self._resized(vector.shape[0], max(8, 2 * self._n))
+            matrix = self._moved(vector.shape[0], max(8, 2 * len(self.keys)))
         matrix[self._n] = vector
         self._n += 1
         self.keys.append(item.key)
         self.prompts.append(item.prompt)
         self.created.append(item.created)
+        self._present.add(item.key)
 
-    def _resized(self, dim: int, rows: int) -> np.ndarray:
+    def _moved(self, dim: int, rows: int) -> np.ndarray:
+        """The live rows copied to the front of a new matrix of `rows` rows."""
         new = np.empty((rows, dim), dtype=np.float32)
-        if self._matrix is not None and self._matrix.shape[1] == dim:
-            new[:self._n] = self._matrix[:self._n]
+        old = self._matrix
+        if old is not None and old.shape[1] == dim:
+            live = self._n - self._start
+            new[:live] = old[self._start:self._n]
+            self._start, self._n = 0, live
         else:
-            self._n = 0  # another dimension: the old rows never compare again
+            self._start = self._n = 0  # another dimension: old rows never compare again
             self.keys, self.prompts, self.created = [], [], []
+            self._present = set()
         self._matrix = new
         return new
 
     def remove(self, key: str) -> bool:
-        try:
-            i = self.keys.index(key)
-        except ValueError:
+        if key not in self._present:
             return False
+        self._present.discard(key)
+        i = self.keys.index(key)
         del self.keys[i], self.prompts[i], self.created[i]
         assert self._matrix is not None
+        if i == 0:
+            self._start += 1
+            return True
         rest = np.empty_like(self._matrix)
-        rest[:i] = self._matrix[:i]
-        rest[i:self._n - 1] = self._matrix[i + 1:self._n]
-        self._matrix, self._n = rest, self._n - 1
+        live = self._n - self._start
+        rest[:i] = self._matrix[self._start:self._start + i]
+        rest[i:live - 1] = self._matrix[self._start + i + 1:self._n]
+        self._matrix, self._start, self._n = rest, 0, live - 1
         return True
 
     def candidates(self, cutoff: float) -> Candidates | None:
@@ -92,8 +106,8 @@ class _Partition:
             self.remove(self.keys[0])
         if not self.keys or self._matrix is None:
             return None
-        return Candidates(tuple(self.keys), self._matrix[:self._n], tuple(self.prompts),
-                          tuple(self.created))
+        return Candidates(tuple(self.keys), self._matrix[self._start:self._n],
+                          tuple(self.prompts), tuple(self.created))
 
 
 class MemoryStore:
