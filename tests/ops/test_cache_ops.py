@@ -169,3 +169,19 @@ async def test_shadow_mode_serves_from_upstream_and_measures_would_hits(
         assert [line["cache"].get("shadow") for line in lines] == [
             None, "HIT-L1", "HIT-L2", None]
         assert any(r.name == "semproxy.cache.shadow" for r in caplog.records)
+
+
+async def test_the_cache_stores_credentials_are_masked_in_the_admin_view(
+        serve_file: ServeFactory, http: aiohttp.ClientSession) -> None:
+    config = route_config([instance("echo")], uri="/v1/*")
+    config["routes"][0]["plugins"]["ai-cache"] = {
+        "redis_host": "127.0.0.1", "redis_port": 1, "redis_password": "redis-SECRET-1",
+        "layers": ["exact", "semantic"], "semantic": {"embedding": {"openai": {
+            "endpoint": "https://api.openai.com/v1/embeddings", "api_key": "sk-SECRET-2"}}}}
+    served = await serve_file(with_admin(config))
+    status, body = await call(http, "GET", served.admin + "/admin/config")
+    shown = json.dumps(body)
+    assert status == 200 and "SECRET" not in shown
+    cache = body["config"]["routes"][0]["plugins"]["ai-cache"]
+    assert cache["redis_password"] == "******"
+    assert cache["semantic"]["embedding"]["openai"]["api_key"] == "******"

@@ -149,7 +149,7 @@ class AdminAPI:
              "algorithm": r.spec.algorithm,
              "instances": [i.name for i in r.spec.instances],
              "health": r.health.snapshot(),
-             "cache": r.spec.cache.mode if r.spec.cache is not None else None}
+             **({"cache": r.spec.cache.mode} if r.spec.cache is not None else {})}
             for r in table.routes]})
 
     async def _write(self, document: dict[str, Any]) -> web.Response:
