@@ -52,6 +52,8 @@ SERVERS = {s.key: s for s in (
     Server("gw-accurate", "accurate", needs_accurate=True),
     Server("gw-rr-limits", "rr-limits"),
     Server("gw-rr-limits-redis", "rr-limits-redis", needs_redis=True),
+    Server("gw-rr-cache", "rr-cache"),
+    Server("gw-rr-cache-exact", "rr-cache-exact"),
 )}
 
 SCENARIOS = (
@@ -82,8 +84,12 @@ SCENARIOS = (
     # of run.gateway_config and a Server above, point `server` at it and drop `pending`.
     # A response-cache hit never reaches the upstream: count that one at the client.
     Scenario("rr-cache", "round-robin x3 with the response cache, repeated prompts",
-             "gw-rr-cache", "small", counted_at="client",
-             pending="slot: the response cache is not built yet (issue 26)"),
+             "gw-rr-cache", "small", counted_at="client"),
+    Scenario("rr-cache-miss", "round-robin x3 with the response cache, a new prompt per "
+             "request", "gw-rr-cache", "varied"),
+    Scenario("rr-cache-exact-miss", "round-robin x3 with the exact layer only, a new prompt "
+             "per request", "gw-rr-cache-exact", "varied"),
+    Scenario("rr-varied", "round-robin x3, a new prompt per request", "gw-rr", "varied"),
 )
 
 

@@ -33,6 +33,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -373,7 +374,7 @@ def gateway_config(port: int, kind: str, mock: str, py_mock: str,
                 "routes": [{"id": kind, "uri": "/v1/*",
                             "plugins": {"ai-proxy-multi": plugin,
                                         "ai-rate-limiting": limits_plugin(kind, redis_port)}}]}
-    if kind in ("rr", "rr2"):
+    if kind in ("rr", "rr2", "rr-cache", "rr-cache-exact"):
         plugin = {"balancer": {"algorithm": "roundrobin"},
                   "instances": [instance(n, mock) for n in ("a", "b", "c")]}
     elif kind == "rr-shadow":
@@ -400,9 +401,14 @@ def gateway_config(port: int, kind: str, mock: str, py_mock: str,
                   "embeddings": embeddings,
                   "instances": [instance(n, mock, ex) for n, ex in EXAMPLES.items()]
                   + [instance("default", mock, catchall=True)]}
+    plugins: dict = {"ai-proxy-multi": plugin}
+    if kind == "rr-cache":  # the response cache, both layers, in process
+        plugins["ai-cache"] = {"layers": ["exact", "semantic"]}
+    elif kind == "rr-cache-exact":  # APISIX's default: the exact layer only
+        plugins["ai-cache"] = {}
     return {"listen": f"127.0.0.1:{port}",
             "routes": [{"id": kind, "uri": "/v1/*" if kind == "rr" else "/v1/chat/completions",
-                        "plugins": {"ai-proxy-multi": plugin}}]}
+                        "plugins": plugins}]}
 
 
 def start_redis(procs: Procs, tmp: Path) -> int | str:
@@ -650,7 +656,8 @@ def run_all(args, procs: Procs, tmp: Path, rounds: int, duration: float, warm: f
     gw_kinds = {"gw-rr": "rr", "gw-local": "local", "gw-remote": "remote",
                 "gw-rr2": "rr2", "gw-stream": "stream", "gw-accurate": "accurate",
                 "gw-rr-shadow": "rr-shadow", "gw-rr-limits": "rr-limits",
-                "gw-rr-limits-redis": "rr-limits-redis"}
+                "gw-rr-limits-redis": "rr-limits-redis", "gw-rr-cache": "rr-cache",
+                "gw-rr-cache-exact": "rr-cache-exact"}
     redis = start_redis(procs, tmp)
     for name, kind in gw_kinds.items():
         port = free_port()
@@ -714,6 +721,13 @@ def run_all(args, procs: Procs, tmp: Path, rounds: int, duration: float, warm: f
                  "SQLite)", "gw-rr-limits"),
         Scenario("rr-limits-redis", "8r the same limits on Redis (loopback)",
                  "gw-rr-limits-redis"),
+        Scenario("rr-varied", "3v semproxy roundrobin x3, varied prompts", "gw-rr", "varied"),
+        Scenario("cache-hit", "8a roundrobin x3 + response cache, 8 prompts (hits)",
+                 "gw-rr-cache", "small"),
+        Scenario("cache-miss", "8b roundrobin x3 + response cache, varied prompts (misses)",
+                 "gw-rr-cache", "varied"),
+        Scenario("cache-miss-exact", "8c same, exact layer only (APISIX default), varied "
+                 "prompts (misses)", "gw-rr-cache-exact", "varied"),
     ]
     for s in scenarios:
         s.skip = targets[s.target].skip
@@ -766,6 +780,25 @@ def run_all(args, procs: Procs, tmp: Path, rounds: int, duration: float, warm: f
             rss[t.name] = peak_rss_mb(tree(t.pgid_proc.pid))
     return {"scenarios": scenarios, "targets": targets, "streams": streams, "rss": rss,
             "stream_skip": targets["gw-stream"].skip}
+
+
+def cache_lines(by_key: dict, per_round: Callable[..., dict[int, float]]) -> list[str]:
+    """The response cache's two targets: a hit >= 1.5x the relay's req/s, a miss >= 0.9x
+    the same route without the cache (medians of per-round ratios, n rounds)."""
+    out = []
+    for key, ref_key, target in (("cache-hit", "relay", 1.5), ("cache-miss", "rr-varied", 0.9),
+                                 ("cache-miss-exact", "rr-varied", 0.9)):
+        s, ref = by_key.get(key), by_key.get(ref_key)
+        if s is None or s.skip or ref is None or ref.skip:
+            continue
+        for conc in (64, 1):
+            mine, base = per_round(s, conc, "rps"), per_round(ref, conc, "rps")
+            found = [mine[k] / base[k] for k in mine if base.get(k)]
+            if found:
+                out.append(f"\n{s.label}: req/s c={conc} {fmt(median(found), 2)}x {ref.label} "
+                           f"(median of {len(found)} per-round ratios, each "
+                           f"{', '.join(fmt(v, 2) for v in found)}; target >= {target})")
+    return out
 
 
 def run_micro(quick: bool) -> str:
@@ -875,6 +908,7 @@ def write_report(path: Path, rep: dict, micro: str, command: str, started_at: st
                      f"on the same route (median of {len(ratios)} per-round ratios; "
                      f"target >= 0.85)")
     lines += limits_comparison(by_key, per_round)
+    lines += cache_lines(by_key, per_round)
     direct = by_key["direct"]
     floor = median([r["rps"] for r in direct.runs.get(64, [])])
     others = [median([r["rps"] for r in s.runs.get(64, [])]) for s in scenarios

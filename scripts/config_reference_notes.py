@@ -402,6 +402,8 @@ NOTES: dict[str, tuple[str, str]] = {
                         "密钥；加载后只保留其 sha256。"),
 }
 
+from config_reference_cache import CACHE_NOTES  # noqa: E402
 from config_reference_governance import GOVERNANCE_NOTES  # noqa: E402
 
 NOTES.update(GOVERNANCE_NOTES)
+NOTES.update(CACHE_NOTES)

@@ -385,9 +385,11 @@ def note(model: type[BaseModel], name: str, field: FieldInfo, lang: Lang) -> str
 
 
 def intro(model: type[BaseModel], lang: Lang) -> str:
+    from config_reference_cache import CACHE_SECTIONS
     from config_reference_governance import GOVERNANCE_SECTIONS
 
     SECTIONS.update(GOVERNANCE_SECTIONS)
+    SECTIONS.update(CACHE_SECTIONS)
     doc = model.__dict__.get("__doc__")
     if lang == "en" and doc:
         return " ".join(doc.strip().split("\n\n")[0].split())

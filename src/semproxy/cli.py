@@ -120,11 +120,24 @@ def _explain(args: argparse.Namespace) -> int:
     from semproxy.quality.commands import tool_config
     from semproxy.runtime.compile import explain
     from semproxy.semantic.explain import render
+    from semproxy.server.cache_admin import explain_offline, render_cache
 
     config = tool_config(args.config)
-    result = asyncio.run(explain(config, args.route, args.prompt))
-    print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() if args.json
-          else render(result))
+    spec = next((r for r in config.routes if r.id == args.route), None)
+    if spec is None or spec.cache is None:  # routing only (or the error that says why not)
+        result = asyncio.run(explain(config, args.route, args.prompt))
+    else:
+        result = asyncio.run(explain(config, args.route, args.prompt)) if spec.semantic \
+            else {"route": spec.id}
+        result["cache"] = asyncio.run(explain_offline(config, spec.id, args.prompt,
+                                                      result.get("pick")))
+    if args.json:
+        print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
+        return 0
+    lines = [render(result)] if "pick" in result else [f"route {result['route']}"]
+    if "cache" in result:
+        lines.append(render_cache(result["cache"]))
+    print("\n".join(lines))
     return 0
 
 
@@ -183,7 +196,8 @@ def parser() -> argparse.ArgumentParser:
     validate = sub.add_parser("validate", help="check a config file")
     validate.add_argument("config", help="config file (YAML or JSON)")
     validate.set_defaults(func=_validate)
-    explain = sub.add_parser("explain", help="score a prompt against a semantic route")
+    explain = sub.add_parser("explain", help="score a prompt against a semantic route, and say "
+                             "what its response cache would do with it")
     explain.add_argument("--config", required=True, help="config file (YAML or JSON)")
     explain.add_argument("--route", required=True, help="id of a semantic route in it")
     explain.add_argument("--json", action="store_true", help="print the result as JSON")

@@ -34,7 +34,7 @@ def admin(gw: RunningGateway, path: str) -> str:
 
 
 @pytest.mark.parametrize(("method", "path"), [
-    ("GET", "/admin/decisions"), ("GET", "/admin/decisions/stream"),
+    ("GET", "/admin/decisions"), ("GET", "/admin/decisions/stream"), ("GET", "/admin/cache/shadow"),
     ("POST", "/admin/routes/auto/eval"), ("POST", "/admin/routes/auto/calibrate"),
 ])
 async def test_data_endpoints_refuse_a_missing_or_wrong_key(

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import orjson
 import pytest
 from tests.server.playground_env import ADMIN_KEY, LABELLED, quickstart_file, start_playground
@@ -313,3 +314,46 @@ async def test_no_scores_stay_on_screen_after_forget_or_a_refused_key(
     seen = await asyncio.to_thread(scores_after, browser, gw, action)
     cleared = {"pick": "-", "bars": 0, "routes": 0}
     assert seen == {"at_once": cleared, "after_typing": cleared}
+
+
+@pytest.fixture
+async def shadow_gw(tmp_path: Path) -> Any:
+    """The quickstart with its route's response cache in shadow mode."""
+    path = quickstart_file(tmp_path)
+    cache = "      ai-cache: {layers: [exact, semantic], mode: shadow}\n"
+    text = path.read_text(encoding="utf-8").replace("    plugins:\n", "    plugins:\n" + cache)
+    path.write_text(text, encoding="utf-8")
+    running = await start(load_file(path), "127.0.0.1:0", source=FileSource(path))
+    yield running
+    await running.close()
+
+
+def cache_tab(driver: WebDriver, gw: RunningGateway) -> dict[str, Any]:
+    open_with_key(driver, gw)
+    driver.find_element(By.CSS_SELECTOR, "[data-tab=cache]").click()
+    wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#cache-records tbody tr"))
+    row = driver.find_element(By.CSS_SELECTOR, "#cache-table tbody tr[data-route=auto]")
+    records = driver.find_elements(By.CSS_SELECTOR, "#cache-records tbody tr")
+    seen = {"row": [c.text for c in row.find_elements(By.TAG_NAME, "td")],
+            "records": [[c.text for c in r.find_elements(By.TAG_NAME, "td")] for r in records]}
+    driver.find_element(By.ID, "key-forget").click()
+    seen["after_forget"] = len(driver.find_elements(By.CSS_SELECTOR, "#cache-table tbody tr"))
+    return seen
+
+
+async def test_cache_tab_shows_the_shadow_would_hit_rate_and_the_last_would_hits(
+    browser: WebDriver, shadow_gw: RunningGateway
+) -> None:
+    async with aiohttp.ClientSession() as http:
+        for text in ("what is the capital of chile", "what is the capital of chile",
+                     "tell me the capital of chile", "write a python function"):
+            async with http.post(f"{shadow_gw.url}/v1/chat/completions", json={
+                    "messages": [{"role": "user", "content": text}]}) as resp:
+                assert resp.status == 200 and resp.headers["X-AI-Cache-Status"] == "MISS"
+            await shadow_gw.gateway.caches.drain()
+    seen = await asyncio.to_thread(cache_tab, browser, shadow_gw)
+    route, requests, would_hit, exact, semantic, _ = seen["row"]
+    assert (route, requests, exact, semantic) == ("auto", "4", "1", "1")
+    assert would_hit.startswith("50.0% (2/4, 95% CI")
+    assert [r[2] for r in seen["records"]] == ["semantic", "exact"]  # newest first
+    assert seen["after_forget"] == 0

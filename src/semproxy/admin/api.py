@@ -48,6 +48,7 @@ from semproxy.protocols.body import parse_object
 from semproxy.semantic.explain import explain_with
 from semproxy.semantic.query import prompt_input, routing_input
 from semproxy.server.app import Gateway, error_middleware, json_response
+from semproxy.server.cache_admin import explain_cache, purge
 
 log = logging.getLogger("semproxy.admin")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -134,6 +135,7 @@ class AdminAPI:
         r.add_post("/admin/reload", self.reload)
         r.add_post("/admin/routes/{id}/explain", self.explain)
         r.add_post("/admin/routes/{id}/examples", self.add_examples)
+        r.add_delete("/admin/cache", self.purge_cache)
         r.add_get("/metrics", self.get_metrics)
         SpendAPI(self.gateway).mount(app)
         LimitsAPI(self).mount(app)
@@ -151,7 +153,8 @@ class AdminAPI:
             {"id": r.spec.id, "uri": r.spec.uri + ("*" if r.spec.is_prefix else ""),
              "algorithm": r.spec.algorithm,
              "instances": [i.name for i in r.spec.instances],
-             "health": r.health.snapshot()}
+             "health": r.health.snapshot(),
+             **({"cache": r.spec.cache.mode} if r.spec.cache is not None else {})}
             for r in table.routes]})
 
     async def _write(self, document: dict[str, Any]) -> web.Response:
@@ -220,20 +223,46 @@ class AdminAPI:
                              status=code)
 
     async def explain(self, request: web.Request) -> web.Response:
+        """The routing decision (semantic routes) and what the response cache would do
+        (routes with ai-cache) for `prompt` or `messages`; optional `consumer`,
+        `headers` (as the request would send them) and `instance` (the one that serves:
+        the semantic pick, else the route's first)."""
         route = self.gateway.table.by_id.get(request.match_info["id"])
         if route is None:
             raise NotFoundError(f"no route with id {request.match_info['id']!r}")
-        if route.semantic is None:
-            raise BadRequestError("this route does not use semantic balancing")
+        phase = self.gateway.version.pipelines[route.spec.id].cache
+        if route.semantic is None and phase is None:
+            raise BadRequestError("this route uses neither semantic balancing nor a cache")
         body = parse_object(await request.read())
         messages = body.get("messages")
         if isinstance(messages, list) and all(isinstance(m, dict) for m in messages):
-            query = route.semantic.query(messages, routing_input(body))
+            query = routing_input(body)
+            payload = {k: v for k, v in body.items() if k not in EXPLAIN_FIELDS}
         elif isinstance(body.get("prompt"), str):
             query = prompt_input(body["prompt"])
+            payload = {"model": body.get("model", "auto"),
+                       "messages": [{"role": "user", "content": body["prompt"]}]}
         else:
             raise BadRequestError("give 'prompt' (string) or 'messages' (array of objects)")
-        return json_response(await explain_with(route.semantic, query))
+        result: dict[str, Any] = {"route": route.spec.id}
+        if route.semantic is not None:
+            if isinstance(messages, list):
+                query = route.semantic.query(messages, query)
+            result = await explain_with(route.semantic, query)
+        if phase is not None:
+            instance = explain_instance(body, result, route.spec.instances[0].name,
+                                        {i.name for i in route.spec.instances})
+            consumer, headers = explain_request(body)
+            result["cache"] = await explain_cache(phase, payload, instance, consumer, headers)
+        return json_response(result)
+
+    async def purge_cache(self, request: web.Request) -> web.Response:
+        """Remove cached answers: `?route=ID`, `?consumer=NAME`, both, or neither (all)."""
+        route, consumer = request.query.get("route"), request.query.get("consumer")
+        removed = await purge(self.gateway.version, route, consumer)
+        log.info("cache purged (route %s, consumer %s): %d keys", route or "*",
+                 consumer or "*", removed)
+        return json_response({"removed": removed, "route": route, "consumer": consumer})
 
     async def add_examples(self, request: web.Request) -> web.Response:
         """Append examples to one instance of a semantic route: {"instance", "examples"}.
@@ -282,6 +311,30 @@ class AdminAPI:
             raise NotFoundError("metrics are not enabled")
         body, content_type = self.metrics()
         return web.Response(body=body, headers={"Content-Type": content_type})
+
+
+EXPLAIN_FIELDS = frozenset({"prompt", "consumer", "headers", "instance"})
+
+
+def explain_instance(body: dict[str, Any], decided: dict[str, Any], first: str,
+                     names: set[str]) -> str:
+    """The instance an explained request is served by: the one asked, the semantic pick,
+    else the route's first."""
+    asked = body.get("instance")
+    if asked is not None and asked not in names:
+        raise BadRequestError(f"instance: the route has no instance {asked!r}")
+    pick = decided.get("pick")
+    return asked if isinstance(asked, str) else pick if isinstance(pick, str) else first
+
+
+def explain_request(body: dict[str, Any]) -> tuple[str | None, dict[str, str]]:
+    """The `consumer` and `headers` an explained request is made with."""
+    consumer, headers = body.get("consumer"), body.get("headers") or {}
+    if consumer is not None and not isinstance(consumer, str):
+        raise BadRequestError("consumer: must be a string")
+    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+        raise BadRequestError("headers: must be an object of strings")
+    return consumer, headers
 
 
 def checked_route(route: dict[str, Any], stored: Any, path: str) -> dict[str, Any]:

@@ -46,6 +46,7 @@ from semproxy.quality import calibrate as cal
 from semproxy.quality.evaluate import Evaluation, evaluate
 from semproxy.quality.labelled import LabelledDataError, LabelledPrompt, check_labels, parse_lines
 from semproxy.quality.metrics import Confusion
+from semproxy.quality.rate import Rate
 from semproxy.quality.tuning import Proposal, propose, score_all, thresholds_to_write
 from semproxy.runtime.compile import router_for
 from semproxy.server.app import Gateway, json_response
@@ -88,6 +89,7 @@ class Playground:
         r.add_post("/admin/routes/{id}/thresholds", self.apply_thresholds)
         r.add_get("/admin/decisions", self.recent)
         r.add_get("/admin/decisions/stream", self.stream)
+        r.add_get("/admin/cache/shadow", self.cache_shadow)
 
     async def redirect(self, request: web.Request) -> web.Response:
         raise web.HTTPFound("/ui/")
@@ -190,6 +192,16 @@ class Playground:
         # the masks in place keeps the stored values.
         return {"route": mask_secrets(route), "config": {"name": name, "text": mask_text(text)}}
 
+    async def cache_shadow(self, request: web.Request) -> web.Response:
+        """Shadow-mode routes: the share of requests that would have hit and the estimated
+        share of wrong hits, with intervals, and the last would-hits (this worker)."""
+        book = self.gateway.caches.shadow
+        counts = book.summary()
+        routes = [shadow_row(p.cache.route.spec.id, counts.get(p.cache.route.spec.id))
+                  for p in self.gateway.version.pipelines.values()
+                  if p.cache is not None and p.cache.shadow]
+        return json_response({"routes": routes, "records": list(book.records)})
+
     async def recent(self, request: web.Request) -> web.Response:
         return json_response({"entries": list(self.decisions.entries),
                               "shadow": self.decisions.shadow_agreement()})
@@ -217,6 +229,15 @@ class Playground:
             return response
         finally:
             self.decisions.unlisten(queue)
+
+
+def shadow_row(route: str, counts: dict[str, Any] | None) -> dict[str, Any]:
+    counts = counts or {"requests": 0, "hits": {}, "compared": {}, "wrong": {}}
+    hits, compared = sum(counts["hits"].values()), sum(counts["compared"].values())
+    return {"route": route, "requests": counts["requests"], "hits": counts["hits"],
+            "would_hit": Rate(hits, counts["requests"]).as_dict(),
+            "wrong_hits": Rate(sum(counts["wrong"].values()), compared).as_dict(),
+            "compared": counts["compared"], "wrong": counts["wrong"]}
 
 
 def parse_thresholds(body: dict[str, Any]) -> tuple[float, dict[str, float]]:

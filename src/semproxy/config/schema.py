@@ -19,8 +19,20 @@ from pydantic import (
     field_validator,
 )
 
-# The governance models live in limits.py; named here so
-# the schema module lists every model of the config.
+# The cache models live in cache.py and the governance models in limits.py; named here
+# so the schema module lists every model of the config.
+from semproxy.config.cache import (  # noqa: F401
+    AICache,
+    BypassRule,
+    CacheEmbedding,
+    CacheKey,
+    EmbeddingEndpoint,
+    ExactLayer,
+    Match,
+    RedisIndex,
+    SemanticLayer,
+    VectorSearch,
+)
 from semproxy.config.limits import (  # noqa: F401
     AIRateLimiting,
     BudgetRouting,
@@ -366,6 +378,7 @@ class Plugins(Strict):
     ai_proxy: AIProxy | None = Field(default=None, alias="ai-proxy")
     key_auth: KeyAuth | None = Field(default=None, alias="key-auth")
     ai_rate_limiting: AIRateLimiting | None = Field(default=None, alias="ai-rate-limiting")
+    ai_cache: AICache | None = Field(default=None, alias="ai-cache")
 
 
 class ConsumerKey(Strict):

@@ -42,8 +42,9 @@ def is_credential(keys: tuple[str, ...]) -> bool:
     """Whether the value at this chain of mapping keys (list indices left out) is a
     credential: where APISIX takes secret references and semproxy masks on show."""
     return ((len(keys) >= 3 and keys[-3] == "auth" and keys[-2] in ("header", "query"))
-            or keys[-2:] in (("admin", "key"), ("key-auth", "key"))
-            or keys[-3:] == ("checks", "active", "req_headers"))
+            or keys[-2:] in (("admin", "key"), ("key-auth", "key"), ("ai-cache", "redis_password"))
+            or keys[-3:] == ("checks", "active", "req_headers")
+            or (keys[-1:] == ("api_key",) and "ai-cache" in keys))
 
 
 def expand(node: Any, env: Mapping[str, str], unset: list[str] | None = None

@@ -15,6 +15,8 @@ from types import MappingProxyType
 from typing import Any
 
 from semproxy.config import schema as s
+from semproxy.config.cache import AICache, vector_model
+from semproxy.config.cache import check as check_cache
 from semproxy.config.limits_plan import compile_plan
 from semproxy.embeddings.factory import EmbeddingSpec
 from semproxy.embeddings.registry import DEFAULT_LOCAL_MODEL, LOCAL_MODELS
@@ -105,6 +107,9 @@ class RouteSpec:
     logging: s.Logging
     key_auth: s.KeyAuth | None = None
     shadow: ShadowSpec | None = None
+    cache: AICache | None = None  # the route's `ai-cache` plugin
+    # The model whose vectors the cache's semantic layer compares (config/cache.py).
+    cache_model: str = DEFAULT_LOCAL_MODEL
 
     def instance(self, name: str) -> InstanceSpec:
         return next(i for i in self.instances if i.name == name)
@@ -253,8 +258,11 @@ def _route(route: s.Route, path: str, errs: _Errors) -> RouteSpec | None:
         algorithm=balancer.algorithm, hash_on=balancer.hash_on, key=balancer.key,
         semantic=semantic, retry=_retry(multi), max_body=multi.max_req_body_size,
         debug_headers=multi.debug_headers, logging=multi.logging,
-        key_auth=route.plugins.key_auth,
+        key_auth=route.plugins.key_auth, cache=route.plugins.ai_cache,
+        cache_model=vector_model(semantic.embeddings if semantic else None),
     )
+    if route.plugins.ai_cache is not None:
+        check_cache(route.plugins.ai_cache, f"{path}.plugins.ai-cache", errs.warnings.append)
     if balancer.shadow is None:
         return spec
     return replace(spec, shadow=_shadow(balancer.shadow, multi, spec, f"{ppath}.balancer.shadow",

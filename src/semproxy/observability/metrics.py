@@ -23,6 +23,7 @@ from prometheus_client import (
 )
 from prometheus_client import multiprocess as mp
 
+from semproxy.observability.cache_metrics import CacheMetrics
 from semproxy.observability.observer import DecisionView, FoldedCount, RequestObserver
 from semproxy.observability.tokens import COMPLETION, PROMPT, TOTAL
 from semproxy.types import Usage
@@ -123,6 +124,7 @@ class Metrics(RequestObserver):
         # Counters kept as plain numbers elsewhere (governance), folded in at scrape time.
         self._folded: dict[str, Counter] = {}
         self._seen: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+        self.cache_metrics = CacheMetrics(r, self._child)
         self._shed_seen = 0
         self._version: str | None = None
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
@@ -161,6 +163,18 @@ class Metrics(RequestObserver):
 
     def on_budget(self, route: str, tier: int, pick: str, served: str) -> None:
         self._child(self.budget, route, str(tier), pick, served).inc()
+    def on_cache(self, route: str, status: str, layer: str | None) -> None:
+        self.cache_metrics.on_cache(route, status, layer)
+
+    def on_cache_store(self, route: str, outcome: str) -> None:
+        self.cache_metrics.on_cache_store(route, outcome)
+
+    def on_cache_saved(self, route: str, usage: Usage, money: float) -> None:
+        self.cache_metrics.on_cache_saved(route, usage, money)
+
+    def on_cache_shadow(self, route: str, layer: str, similarity: float | None,
+                        wrong: bool) -> None:
+        self.cache_metrics.on_cache_shadow(route, layer, similarity, wrong)
 
     # -- the rest of the gateway -------------------------------------------
     def on_counts(self, rows: Iterable[FoldedCount]) -> None:

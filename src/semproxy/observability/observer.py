@@ -103,6 +103,22 @@ class RequestObserver:
     def on_shadow_dropped(self, route: str) -> None:
         """A shadow decision was not made: the shadow queue was full."""
 
+    def on_cache(self, route: str, status: str, layer: str | None) -> None:
+        """The response cache's part in one request: `status` is its X-AI-Cache-Status
+        (HIT-L1, HIT-L2, MISS, BYPASS, REFRESH), `layer` the one that hit."""
+
+    def on_cache_store(self, route: str, outcome: str) -> None:
+        """An answer the cache was offered: "stored", or why it was not (too_large,
+        content_filter, incomplete, error, store_fault, ...)."""
+
+    def on_cache_saved(self, route: str, usage: Usage, money: float) -> None:
+        """A hit: the upstream tokens it did not spend and their price (0 unpriced)."""
+
+    def on_cache_shadow(self, route: str, layer: str, similarity: float | None,
+                        wrong: bool) -> None:
+        """Shadow mode: a request that would have hit, its would-be answer compared with
+        the fresh one (`similarity` None: nothing to compare)."""
+
 
 class SilentObserver(RequestObserver):
     """The default observer: hears everything, records nothing."""

@@ -29,8 +29,10 @@ def finish(exchange: Exchange) -> None:
     """Metrics and the access line of a finished request."""
     seconds = time.monotonic() - exchange.started
     route = exchange.route.spec.id if exchange.route else "-"
+    # Upstream tokens only: a cache hit's usage is what it saved (the cache's metrics).
+    usage = exchange.usage if exchange.source == "upstream" else None
     exchange.observer.on_response(route, exchange.instance, exchange.status, seconds,
-                                  exchange.ttft, exchange.usage, exchange.protocol.name)
+                                  exchange.ttft, usage, exchange.protocol.name)
     if wants_access_line(exchange):
         log_line(access_log, logging.INFO,
                  f"{route} {exchange.request_id} -> {exchange.instance} {exchange.status}",
@@ -77,6 +79,8 @@ def access_fields(exchange: Exchange, seconds: float) -> dict[str, Any]:
         fields["charged_tokens"] = token_counts(charged)
     if exchange.budget is not None:
         fields["budget"] = budget_fields(exchange.budget)
+    if exchange.cache is not None:
+        fields["cache"] = exchange.cache.fields()
     if len(exchange.attempts) > 1:
         fields["failover"] = [f"{a.instance}:{a.outcome}" for a in exchange.attempts]
     route = exchange.route

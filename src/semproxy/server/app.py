@@ -16,6 +16,7 @@ import orjson
 from aiohttp import web
 from aiohttp.web_urldispatcher import _default_expect_handler
 
+from semproxy.cache.stores import CacheStores
 from semproxy.config.spec import GatewayConfig
 from semproxy.errors import GatewayError, PayloadTooLargeError
 from semproxy.observability.metrics import Metrics
@@ -46,13 +47,15 @@ class Gateway:
         self.transport: Transport = transport or SchemeTransport()
         self.observer: RequestObserver = observer or SilentObserver()
         self.governance = Governance()
+        self.caches = CacheStores()  # response caches: they outlive config versions
         self.version = self._compile(config)
         self.governance.current = self.version.governed
         self.shadows = ShadowRunner()
 
     def _compile(self, config: GatewayConfig) -> Version:
         table = compile_table(config, self.transport, self.observer)
-        return Version.of(table, self.transport, self.governance.prepare(config.governance))
+        return Version.of(table, self.transport, self.governance.prepare(config.governance),
+                          self.caches)
 
     @property
     def table(self) -> RouteTable:
@@ -80,6 +83,7 @@ class Gateway:
         old, self.version = self.version, version
         self.governance.activate(version.governed, config.shutdown_grace_s)
         await old.table.stop_checks()
+        await self.caches.retain(r.spec.cache for r in version.table.routes if r.spec.cache)
         log.info("config version %s active (%d routes)", config.version, len(config.routes))
 
     def report(self, metrics: Metrics) -> None:
@@ -91,12 +95,16 @@ class Gateway:
         for route in self.table.routes:
             metrics.on_health_snapshot(route.spec.id, route.health.snapshot())
         metrics.on_counts(self.governance.counts())
+        held, entries, evictions = self.caches.memory_held()
+        faults = sum(c.backend.faults for c in self.caches.all())
+        metrics.cache_metrics.on_state(held, entries, evictions, faults, self.caches.dropped)
 
     async def proxy(self, request: web.Request) -> web.StreamResponse:
         return await handle(request, self.version, self.observer, self.shadows)
 
     async def aclose(self) -> None:
         await self.shadows.aclose()
+        await self.caches.aclose()
         await self.table.stop_checks()
         await self.governance.aclose()
         await self.transport.aclose()

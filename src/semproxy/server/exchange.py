@@ -19,7 +19,7 @@ import os
 import time
 from collections.abc import Set
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
 
@@ -34,6 +34,9 @@ from semproxy.semantic.decision import Decision
 from semproxy.transport.base import Reply
 from semproxy.transport.target import NetPolicy
 from semproxy.types import Usage
+
+if TYPE_CHECKING:
+    from semproxy.server.lookup import CacheVisit
 
 MAX_REQUEST_ID = 128
 DEFAULT_NET = NetPolicy()
@@ -127,6 +130,12 @@ class Exchange:
     cost: int | None = None
     charged: Usage | None = None  # what the budgets were charged (an estimate when marked)
     http: web.Request | None = None
+    answer: Answer | None = None  # what the relay sent (set by the relay)
+    # ai-cache routes: the request headers and variables the cache reads (taken by
+    # enter, nothing else of the request's headers), and what the cache did.
+    cache_headers: dict[str, str] | None = None
+    cache_vars: dict[str, str] | None = None
+    cache: CacheVisit | None = None
 
     def __init__(self, request_id: str, protocol: ClientProtocol,
                  observer: RequestObserver) -> None:

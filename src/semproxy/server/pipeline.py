@@ -3,7 +3,7 @@
     enter    route match, auth (consumer), read + parse body in the client's protocol
     admit    limits and budgets (server/admit.py: spend governance)
     route    balancer or semantic decision, candidate order, first pick
-    lookup   response cache (server/lookup.py; none yet)
+    lookup   response cache (server/lookup.py, routes with ai-cache)
     call     upstream attempts with failover, through the transport
     relay    whole or streamed, translated back to the client's protocol
     account  each phase's accounting, then metrics, access line, shadow
@@ -18,13 +18,16 @@ not use is not in its list. A phase returns an `Answer` to end the request
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from aiohttp import web
 
+from semproxy.cache.stores import CacheStores
 from semproxy.errors import GatewayError
+from semproxy.governance.plan import GovernancePlan
+from semproxy.governance.pricing import Price
 from semproxy.observability.observer import RequestObserver
 from semproxy.protocols.registry import is_models, protocol_for
 from semproxy.runtime.routes import RouteState, RouteTable
@@ -33,7 +36,7 @@ from semproxy.server.admit import GovernedVersion, admission_for, reads_vars
 from semproxy.server.call import CallPhase
 from semproxy.server.enter import enter, list_models
 from semproxy.server.exchange import Answer, Exchange, request_id
-from semproxy.server.lookup import cache_for
+from semproxy.server.lookup import CachePhase, cache_for
 from semproxy.server.relay import error_response, relay
 from semproxy.server.route import RoutePhase
 from semproxy.server.shadow import ShadowRunner
@@ -62,12 +65,17 @@ class Pipeline:
     phases: tuple[Phase, ...]
     accounting: tuple[Accounting, ...]
     reads_request: bool = False
+    cache: CachePhase | None = None  # the route's response cache (purge and explain)
 
 
-def compile_pipeline(route: RouteState, transport: Transport,
+def compile_pipeline(route: RouteState, transport: Transport, caches: CacheStores,
+                     prices: Mapping[str, Price] | None = None,
                      governed: GovernedVersion | None = None) -> Pipeline:
-    """The phases `route` uses, in order."""
-    admission, cache = admission_for(route, governed), cache_for(route)
+    """The phases `route` uses, in order. `caches` holds the response caches that live
+    across versions; `prices` the route's instance prices (what a cache hit saved);
+    `governed` the version's spend governance (None: no limits anywhere)."""
+    admission = admission_for(route, governed)
+    cache = cache_for(route, caches, prices or {})
     phases: list[Phase] = []
     accounting: list[Accounting] = []
     if admission is not None:
@@ -80,7 +88,7 @@ def compile_pipeline(route: RouteState, transport: Transport,
     phases.append(CallPhase(route, transport))
     reads = governed is not None and admission is not None \
         and reads_vars(route, governed.governor.plan)
-    return Pipeline(tuple(phases), tuple(accounting), reads)
+    return Pipeline(tuple(phases), tuple(accounting), reads, cache)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,9 +103,20 @@ class Version:
 
     @classmethod
     def of(cls, table: RouteTable, transport: Transport,
-           governed: GovernedVersion | None = None) -> Version:
-        return cls(table, {r.spec.id: compile_pipeline(r, transport, governed)
+           governed: GovernedVersion | None = None, caches: CacheStores | None = None
+           ) -> Version:
+        """`caches`: the gateway's, so entries outlive the version (a fresh set if None)."""
+        caches = CacheStores() if caches is None else caches
+        governance = table.config.governance
+        return cls(table, {r.spec.id: compile_pipeline(r, transport, caches,
+                                                       _prices(governance, r.spec.id),
+                                                       governed)
                            for r in table.routes}, governed)
+
+
+def _prices(governance: GovernancePlan | None, route: str) -> Mapping[str, Price]:
+    policy = None if governance is None else governance.policy(route)
+    return {} if policy is None else policy.prices
 
 
 async def handle(request: web.Request, version: Version, observer: RequestObserver,

@@ -75,6 +75,7 @@ def debug_headers(exchange: Exchange) -> dict[str, str]:
 async def relay(request: web.Request, exchange: Exchange, answer: Answer) -> web.StreamResponse:
     """Send `answer`: whole when it was read or is no event stream, else as it arrives."""
     reply = answer.reply
+    exchange.answer = answer
     headers = debug_headers(exchange)
     body = answer.body
     if body is None:

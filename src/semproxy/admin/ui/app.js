@@ -8,7 +8,9 @@ const DEBOUNCE_MS = 250;
 const LIVE_ROWS = 200;
 const $ = (id) => document.getElementById(id);
 
-const state = { routes: [], explainSeq: 0, timer: null, live: null, proposal: null, shown: null };
+const CACHE_REFRESH_MS = 5000;
+const state = { routes: [], explainSeq: 0, timer: null, live: null, proposal: null, shown: null,
+                cacheTimer: null };
 
 // -- small DOM and HTTP helpers ----------------------------------------------
 
@@ -75,6 +77,7 @@ async function useKey(event) {
 // Bumping explainSeq also drops an explain answer still on its way.
 function clearView(message, isError = false) {
   stopLive();
+  stopShadow();
   state.explainSeq++;
   state.routes = [];
   state.proposal = null;
@@ -85,6 +88,9 @@ function clearView(message, isError = false) {
   $("apply-result").replaceChildren();
   $("live-table").tBodies[0].replaceChildren();
   clearSpend(); // spend.js
+  $("cache-table").tBodies[0].replaceChildren();
+  $("cache-records").tBodies[0].replaceChildren();
+  $("cache-status").textContent = "";
   say(message, isError);
 }
 
@@ -440,6 +446,37 @@ function addShadow(d) {
     `scored decisions (${c.errors} not scored, ${c.dropped} dropped)`;
 }
 
+// -- Cache tab (shadow mode) ------------------------------------------------------
+
+async function loadShadow() {
+  try {
+    const { routes, records } = await api("/admin/cache/shadow");
+    $("cache-table").tBodies[0].replaceChildren(...routes.map((r) => el("tr", { "data-route": r.route },
+      ...[r.route, r.requests, rate(r.would_hit), r.hits.exact ?? 0, r.hits.semantic ?? 0,
+          rate(r.wrong_hits)].map((v) => el("td", {}, v)))));
+    $("cache-records").tBodies[0].replaceChildren(...records.slice().reverse().map((d) =>
+      el("tr", { class: d.wrong ? "failed" : "", "data-route": d.route },
+        ...[new Date(d.at * 1000).toLocaleTimeString(), d.route, d.layer, num(d.prompt_similarity),
+            num(d.answer_similarity), d.wrong ? "wrong" : "right", `${d.age} s`]
+          .map((v) => el("td", {}, v)))));
+    $("cache-status").textContent = routes.length
+      ? `updated ${new Date().toLocaleTimeString()}` : "no route runs its cache in shadow mode";
+  } catch (err) {
+    if (err.status !== 401) $("cache-status").textContent = `cannot read: ${err.message}`;
+  }
+}
+
+function startShadow() {
+  stopShadow();
+  loadShadow();
+  state.cacheTimer = setInterval(loadShadow, CACHE_REFRESH_MS);
+}
+
+function stopShadow() {
+  clearInterval(state.cacheTimer);
+  state.cacheTimer = null;
+}
+
 // -- wiring --------------------------------------------------------------------
 
 function showTab(name) {
@@ -449,6 +486,7 @@ function showTab(name) {
   for (const section of document.querySelectorAll(".tab")) section.hidden = section.id !== `tab-${name}`;
   if (name === "live") startLive(); else stopLive();
   if (name === "spend") loadSpend(); // spend.js
+  if (name === "cache") startShadow(); else stopShadow();
 }
 
 function loadFile(event) {
@@ -469,6 +507,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("calibrate-btn").addEventListener("click", runCalibrate);
   $("download").addEventListener("click", downloadConfig);
   $("apply").addEventListener("click", applyProposal);
+  $("cache-refresh").addEventListener("click", loadShadow);
   for (const button of document.querySelectorAll("[role=tab]")) {
     button.addEventListener("click", () => showTab(button.dataset.tab));
   }
