@@ -79,7 +79,8 @@ async def edit_file(path: Path, edit: Callable[[str], str | None]) -> GatewayCon
     """
     async with directory_lock(path):
         text = await asyncio.to_thread(path.read_text, "utf-8")
-        new = edit(text)
+        # Composing and comparing a large file takes a while: off the event loop.
+        new = await asyncio.to_thread(edit, text)
         if new is None:
             return None
         config = await asyncio.to_thread(load_text, new, str(path))
