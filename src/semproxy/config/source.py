@@ -9,7 +9,10 @@ validate, build, swap; on any failure the running version keeps serving.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+import random
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -25,7 +28,7 @@ from semproxy.config.spec import GatewayConfig
 from semproxy.errors import ConfigError
 
 log = logging.getLogger("semproxy.config")
-UPDATE_ATTEMPTS = 5
+UPDATE_WAIT_S = 10.0  # how long one admin write keeps retrying a lost etcd race
 
 
 class SourceError(Exception):
@@ -187,25 +190,37 @@ class EtcdSource:
 
     async def update(self, change: Change) -> GatewayConfig | None:
         """Read, change and write back in one conditional transaction, retried when
-        another replica wrote in between (etcd keeps no comments to preserve)."""
+        another replica wrote in between (etcd keeps no comments to preserve).
+
+        Each lost race means another write went in, so the writes as a whole always
+        progress; one write retries, with a growing random pause that breaks
+        lockstep, for up to UPDATE_WAIT_S before it gives up.
+        """
+        deadline = time.monotonic() + UPDATE_WAIT_S
         async with self._write_lock:
-            for _ in range(UPDATE_ATTEMPTS):
+            for attempt in itertools.count():
                 try:
-                    kvs, revision = await self.client.range_prefix(self.prefix + "/")
-                except EtcdError as exc:
-                    raise SourceError(str(exc)) from exc
-                doc = document_from_etcd([(kv.key, kv.value) for kv in kvs], self.prefix)
-                new = change(doc)
-                if new is None:
-                    return None
-                config = await asyncio.to_thread(load_data, new)
-                try:
-                    await self._write(new, kvs, revision)
-                    return config
+                    return await self._try_update(change)
                 except EtcdConflict:
-                    continue
-        raise SourceError(f"the config in etcd changed {UPDATE_ATTEMPTS} times during one "
-                          "write; try again")
+                    if time.monotonic() > deadline:
+                        break
+                await asyncio.sleep(random.uniform(0, 0.01 * min(attempt + 1, 20)))
+        raise SourceError(f"the config in etcd kept changing during one write for "
+                          f"{UPDATE_WAIT_S:.0f}s; try again")
+
+    async def _try_update(self, change: Change) -> GatewayConfig | None:
+        """One read-change-write: the new version, or None (nothing to write);
+        EtcdConflict when another write went in after the read."""
+        try:
+            kvs, revision = await self.client.range_prefix(self.prefix + "/")
+        except EtcdError as exc:
+            raise SourceError(str(exc)) from exc
+        new = change(document_from_etcd([(kv.key, kv.value) for kv in kvs], self.prefix))
+        if new is None:
+            return None
+        config = await asyncio.to_thread(load_data, new)
+        await self._write(new, kvs, revision)
+        return config
 
     async def push(self, document: dict[str, Any]) -> int:
         """Write a whole config document: one key per route, stale routes removed.
