@@ -218,17 +218,18 @@ async def test_what_cannot_be_written_is_a_clear_error(
     assert text_of(gw, tmp_path) == before
 
 
-async def test_a_change_the_in_place_edit_cannot_make_writes_the_whole_document(
+async def test_removing_the_only_key_of_a_block_keeps_the_files_comments(
         gw: RunningGateway, http: aiohttp.ClientSession, tmp_path: Path) -> None:
-    # The group's plugin is the only key under `plugins`: removing its lines would leave
-    # `plugins:` empty (null), so the edit refuses and the document is written whole.
+    # The group's plugin is the only key under `plugins`: the block is left empty ({}),
+    # and the rest of the file, comments included, stays as the operator wrote it.
     status, body = await call(http, gw, "DELETE",
                               "/admin/consumer_groups/team-a/ai-rate-limiting")
-    assert status == 200 and body["applied"] and not body["in_place"]
+    assert status == 200 and body["applied"] and body["in_place"]
     plan = gw.gateway.config.governance
     assert plan is not None and "team-a" not in plan.groups
-    assert yaml.safe_load(text_of(gw, tmp_path))["consumer_groups"] == [
-        {"id": "team-a", "plugins": {}}]
+    text = text_of(gw, tmp_path)
+    assert yaml.safe_load(text)["consumer_groups"] == [{"id": "team-a", "plugins": {}}]
+    assert all(c in text for c in COMMENTS)
 
 
 async def test_a_redis_password_is_never_shown_and_round_trips(

@@ -27,7 +27,7 @@ from semproxy.config.source import FileSource
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -216,8 +216,6 @@ async def logged(tmp_path: Path) -> Any:
 
 
 def add_from_live(driver: WebDriver, gw: RunningGateway) -> str:
-    from selenium.webdriver.support.ui import Select
-
     open_with_key(driver, gw)
     driver.find_element(By.CSS_SELECTOR, "[data-tab=live]").click()
     wait(driver, lambda d: "connected:" in d.find_element(By.ID, "live-status").text)
@@ -357,3 +355,57 @@ async def test_cache_tab_shows_the_shadow_would_hit_rate_and_the_last_would_hits
     assert would_hit.startswith("50.0% (2/4, 95% CI")
     assert [r[2] for r in seen["records"]] == ["semantic", "exact"]  # newest first
     assert seen["after_forget"] == 0
+
+
+def status_across_tabs(driver: WebDriver, gw: RunningGateway) -> dict[str, str]:
+    open_with_key(driver, gw)
+    connected = driver.find_element(By.ID, "status").text
+    driver.find_element(By.CSS_SELECTOR, "[data-tab=batch]").click()
+    driver.execute_script("arguments[0].value = arguments[1];",
+                          driver.find_element(By.ID, "batch-text"), LABELLED)
+    Select(driver.find_element(By.ID, "objective")).select_by_value("oos_recall=0.9")
+    driver.find_element(By.ID, "calibrate-btn").click()
+    wait(driver, lambda d: d.find_element(By.ID, "calibrate-out").is_displayed())
+    done = driver.find_element(By.ID, "status").text
+    driver.find_element(By.CSS_SELECTOR, "[data-tab=prompt]").click()
+    return {"connected": connected, "done": done,
+            "after": driver.find_element(By.ID, "status").text,
+            "summary": driver.find_element(By.ID, "proposal-summary").text}
+
+
+async def test_a_batch_outcome_leaves_the_status_line_when_another_tab_is_shown(
+    browser: WebDriver, gw: RunningGateway,
+) -> None:
+    seen = await asyncio.to_thread(status_across_tabs, browser, gw)
+    assert seen["done"] == "Done."
+    assert seen["connected"].startswith("Connected.")
+    assert seen["after"] == seen["connected"]
+
+
+LONG = ("please review this function for thread safety and tell me whether the lock "
+        "around the shared counter is held for too long when the queue is full")
+
+
+def prompt_cell_width(driver: WebDriver, gw: RunningGateway) -> dict[str, Any]:
+    open_with_key(driver, gw)
+    driver.find_element(By.CSS_SELECTOR, "[data-tab=live]").click()
+    wait(driver, lambda d: "connected:" in d.find_element(By.ID, "live-status").text)
+    request = urllib.request.Request(
+        f"{gw.url}/v1/chat/completions", headers={"Content-Type": "application/json"},
+        data=orjson.dumps({"messages": [{"role": "user", "content": LONG}]}))
+    with urllib.request.urlopen(request, timeout=10) as resp:
+        assert resp.status == 200
+    cell = wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, "#live-table td.prompt"))
+    wait(driver, lambda d: cell.text)
+    seen = {"width": cell.rect["width"], "text": cell.text,
+            "align": cell.value_of_css_property("text-align")}
+    driver.find_element(By.CSS_SELECTOR, "[data-tab=prompt]").click()  # closes the stream
+    return seen
+
+
+async def test_a_logged_prompt_gets_a_readable_column(
+    browser: WebDriver, logged: RunningGateway,
+) -> None:
+    seen = await asyncio.to_thread(prompt_cell_width, browser, logged)
+    assert seen["text"] == LONG
+    assert seen["width"] >= 280 and seen["align"] in ("left", "start")

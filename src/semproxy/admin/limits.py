@@ -10,29 +10,24 @@
     DELETE on each of them (but `group`) removes it.
 
 A body is the value as it stands in the config file. Each write is one change
-at one path of the document (config/edit_paths.py), and goes the way every
-admin write goes: the new document is validated (400 naming the field path),
-persisted, and applied by the reload watcher. A config file is edited in
-place, comments and layout kept; a file the edit cannot handle, and etcd, get
-the whole document.
+at one path of the document (config/edit_paths.py), made the way every admin
+write is (admin/writes.py): to the document as stored when the write runs,
+under the store's lock, validated (400 naming the field path), persisted (a
+config file keeps its comments and layout; etcd gets the document in one
+transaction) and applied by the reload watcher.
 """
 
 from __future__ import annotations
 
-import asyncio
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from semproxy.admin.examples import replace_file
 from semproxy.config.edit import ConfigEditError
-from semproxy.config.edit_paths import PathEdit, Step, apply, edit_text
-from semproxy.config.loader import load_text
+from semproxy.config.edit_paths import PathEdit, Step, apply
 from semproxy.config.masking import MASK, mask_secrets, mask_value
-from semproxy.config.secrets import variables_outside_credentials
-from semproxy.config.spec import GatewayConfig
-from semproxy.errors import BadRequestError, ConfigError, ConfigRejected, NotFoundError
+from semproxy.config.secrets import admin_references
+from semproxy.errors import BadRequestError, ConfigRejected, NotFoundError
 from semproxy.protocols.body import parse_object
 from semproxy.server.app import json_response
 
@@ -80,7 +75,8 @@ class LimitsAPI:
         path, where = self._target(request)
         body = parse_object(await request.read())
         body = restore_passwords(body, _value_at(self.document, path), where)
-        return await self._write(PathEdit("set", path, checked(body, where)))
+        stored = _value_at(self.document, path)
+        return await self._write(PathEdit("set", path, self._checked(body, stored, where)))
 
     async def delete_value(self, request: web.Request) -> web.Response:
         path, where = self._target(request)
@@ -118,7 +114,8 @@ class LimitsAPI:
                                                PLUGIN))
             plugin = restore_passwords(plugin, stored, f"{where}.plugins.{PLUGIN}")
             body = {**body, "plugins": {**_plugins(body), PLUGIN: plugin}}
-        group = checked({"id": group_id, **body}, where)
+        stored = _value_at(self.document, ("consumer_groups", ("id", group_id)))
+        group = self._checked({"id": group_id, **body}, stored, where)
         if any(g.get("id") == group_id for g in _items(self.document, "consumer_groups")):
             return await self._write(PathEdit("set", ("consumer_groups", ("id", group_id)),
                                               group))
@@ -155,28 +152,19 @@ class LimitsAPI:
             raise NotFoundError(f"no consumer {username!r}")
         return ("consumers", ("username", username))
 
+    def _checked(self, value: dict[str, Any], stored: Any, where: str) -> dict[str, Any]:
+        """A value sent over the admin API: a reference to the environment is refused
+        unless the stored value has it there or `admin.allow_env` names it."""
+        problems = admin_references(value, stored, self.api.writer.allowed_env, where)
+        if problems:
+            raise ConfigRejected(problems)
+        return value
+
     async def _write(self, edit: PathEdit) -> web.Response:
-        return json_response(await self.api.write_edit(edit))
-
-
-async def edit_in_place(path: Path, edit: PathEdit) -> GatewayConfig | None:
-    """Make the change in the config file's text; None when the file cannot be edited
-    that way (the caller then writes the whole document). A change the config refuses
-    raises ConfigRejected and nothing is written."""
-    try:
-        text = await asyncio.to_thread(path.read_text, "utf-8")
-        patched = edit_text(text, edit)
-    except (OSError, ConfigEditError):
-        return None
-    try:
-        config = await asyncio.to_thread(load_text, patched, str(path))
-    except ConfigError as exc:
-        raise ConfigRejected(exc.errors) from exc
-    try:
-        await asyncio.to_thread(replace_file, path, patched)
-    except OSError:
-        return None
-    return config
+        """The edit made to the document as stored when the write runs, under the
+        store's lock (admin/writes.py)."""
+        return json_response(await self.api.write_edit(
+            lambda document: new_document(document, edit)))
 
 
 def new_document(document: dict[str, Any], edit: PathEdit) -> dict[str, Any]:
@@ -209,14 +197,6 @@ def restore_passwords(body: dict[str, Any], stored: Any, where: str) -> dict[str
                                       "but there is none here; give the value"])
             body = {**body, name: kept}
     return body
-
-
-def checked(value: dict[str, Any], where: str) -> dict[str, Any]:
-    """A value sent over the admin API: `${VAR}` is refused outside credentials."""
-    problems = variables_outside_credentials(value, where)
-    if problems:
-        raise ConfigRejected(problems)
-    return value
 
 
 def _instance_path(route: dict[str, Any], at: tuple[Step, ...], name: str

@@ -25,11 +25,11 @@ import orjson
 import yaml
 from aiohttp import web
 
-from semproxy.admin.examples import MAX_EXAMPLE_CHARS, replace_file
+from semproxy.admin.examples import MAX_EXAMPLE_CHARS
 from semproxy.admin.reload import ConfigWatcher
 from semproxy.config.edit import ConfigEditError, set_thresholds
-from semproxy.config.loader import load_text
 from semproxy.config.masking import mask_secrets, mask_text
+from semproxy.config.persist import edit_file
 from semproxy.errors import (
     BadRequestError,
     ConfigError,
@@ -152,20 +152,16 @@ class Playground:
         unknown = set(per_instance) - {i.name for i in route.spec.instances}
         if unknown:
             raise BadRequestError(f"per_instance: no instance named {', '.join(sorted(unknown))}")
-        path = self.config_path
         try:
-            text = await asyncio.to_thread(path.read_text, "utf-8")
-            patched = set_thresholds(text, route_id, threshold, per_instance)
-            config = await asyncio.to_thread(load_text, patched, str(path))
-            await asyncio.to_thread(replace_file, path, patched)
+            config = await edit_file(self.config_path, lambda text: set_thresholds(
+                text, route_id, threshold, per_instance))
         except OSError as exc:
             raise UnavailableError(f"config file unavailable: {exc.strerror}") from exc
         except ConfigEditError as exc:
             raise BadRequestError(f"cannot rewrite thresholds: {exc}") from exc
         except ConfigError as exc:
-            # admin.py mounts this module, so its rejection class is imported here.
-
             raise ConfigRejected(exc.errors) from exc
+        assert config is not None  # set_thresholds always gives a text
         await self.watcher.reload()
         return json_response({"version": config.version,
                               "applied": self.gateway.table.version == config.version})

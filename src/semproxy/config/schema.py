@@ -422,6 +422,8 @@ class Admin(Strict):
     listen: Listen = "127.0.0.1:9180"
     key: str | None = None
     allow_no_key_on_loopback: bool = False
+    allow_env: list[Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]] = \
+        Field(default_factory=list)
 
 
 class Root(Strict):

@@ -18,6 +18,7 @@ from semproxy.config import schema as s
 from semproxy.config.cache import AICache, vector_model
 from semproxy.config.cache import check as check_cache
 from semproxy.config.limits_plan import compile_plan
+from semproxy.config.overlap import RouteUri, overlap_warnings
 from semproxy.embeddings.factory import EmbeddingSpec
 from semproxy.embeddings.registry import DEFAULT_LOCAL_MODEL, LOCAL_MODELS
 from semproxy.errors import ConfigError, UpstreamError
@@ -175,6 +176,8 @@ def build(raw: s.Root, version: str, document: Mapping[str, Any] | None = None
         spec = _route(route, path, errs)
         if spec is not None and route.status == 1:  # status 0: checked, but not served
             routes.append(spec)
+    errs.warnings += overlap_warnings([RouteUri(i, r.id, r.uri) for i, r in enumerate(raw.routes)
+                                       if r.status == 1])
     consumers = _consumers(raw, errs)
     governance = compile_plan(raw, errs.add)
     if raw.admin is not None and (refusal := admin_refusal(raw.admin)) is not None:

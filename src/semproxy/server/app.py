@@ -18,7 +18,12 @@ from aiohttp.web_urldispatcher import _default_expect_handler
 
 from semproxy.cache.stores import CacheStores
 from semproxy.config.spec import GatewayConfig
-from semproxy.errors import GatewayError, PayloadTooLargeError
+from semproxy.errors import (
+    GatewayError,
+    MethodNotAllowedError,
+    NotFoundError,
+    PayloadTooLargeError,
+)
 from semproxy.observability.metrics import Metrics
 from semproxy.observability.observer import RequestObserver, SilentObserver
 from semproxy.runtime.compile import compile_table
@@ -114,6 +119,10 @@ def json_response(data: object, status: int = 200) -> web.Response:
     return web.Response(body=orjson.dumps(data), status=status, content_type="application/json")
 
 
+_ROUTER_ERRORS: dict[int, type[GatewayError]] = {
+    404: NotFoundError, 405: MethodNotAllowedError, 413: PayloadTooLargeError}
+
+
 async def answer_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Every failure leaves as an OpenAI-shaped JSON error; never a traceback.
 
@@ -123,9 +132,11 @@ async def answer_errors(request: web.Request, handler: Handler) -> web.StreamRes
         return await handler(request)
     except GatewayError as exc:
         return web.Response(body=exc.body(), status=exc.status, content_type="application/json")
-    except web.HTTPException as exc:
-        err = GatewayError(exc.reason)
-        return web.Response(body=err.body(), status=exc.status,
+    except web.HTTPException as exc:  # the router's own answers: no such path, method
+        err = _ROUTER_ERRORS.get(exc.status, GatewayError)(
+            f"no {request.method} {request.path} here" if exc.status == 404 else exc.reason)
+        allow = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None
+        return web.Response(body=err.body(), status=exc.status, headers=allow,
                             content_type="application/json")
     except Exception:  # outermost layer: log it, answer 500 without internals
         log.exception("unhandled error on %s", request.path)

@@ -10,7 +10,7 @@ const $ = (id) => document.getElementById(id);
 
 const CACHE_REFRESH_MS = 5000;
 const state = { routes: [], explainSeq: 0, timer: null, live: null, proposal: null, shown: null,
-                cacheTimer: null };
+                status: ["", false], statusTab: null, cacheTimer: null };
 
 // -- small DOM and HTTP helpers ----------------------------------------------
 
@@ -38,9 +38,17 @@ function rate(r) {
 }
 function num(v, digits = 4) { return v === null || v === undefined ? "-" : Number(v).toFixed(digits); }
 
-function say(text, isError = false) {
+// The status line: the connection's state, or for a while the outcome of one tab's
+// action ("Done."), which goes when another tab is shown.
+function say(text, isError = false, tab = null) {
   $("status").textContent = text;
   $("status").className = isError ? "error" : "";
+  if (tab === null) state.status = [text, isError];
+  state.statusTab = tab;
+}
+
+function shownTab() {
+  return document.querySelector("[role=tab][aria-selected=true]")?.dataset.tab ?? null;
 }
 
 class ApiError extends Error {
@@ -147,7 +155,7 @@ async function explainNow() {
     });
     if (seq === state.explainSeq) drawBars(result);  // drop answers that arrive out of order
   } catch (err) {
-    if (seq === state.explainSeq) { drawBars(null); say(`Explain failed: ${err.message}`, true); }
+    if (seq === state.explainSeq) { drawBars(null); say(`Explain failed: ${err.message}`, true, "prompt"); }
   }
 }
 
@@ -210,16 +218,16 @@ async function batchCall(kind, query = "") {
   showBatchError(null);
   const body = $("batch-text").value;
   if (!body.trim()) { showBatchError(new Error("Paste or load labelled JSONL first.")); return null; }
-  say(kind === "eval" ? "Evaluating..." : "Calibrating...");
+  say(kind === "eval" ? "Evaluating..." : "Calibrating...", false, "batch");
   try {
     const result = await api(`/admin/routes/${route()}/${kind}${query}`, {
       method: "POST", headers: { "Content-Type": "application/x-ndjson" }, body,
     });
-    say("Done.");
+    say("Done.", false, "batch");
     return result;
   } catch (err) {
     showBatchError(err);
-    say("The batch was refused.", true);
+    say("The batch was refused.", true, "batch");
     return null;
   }
 }
@@ -345,11 +353,11 @@ async function addExample(routeId, instance, prompt, button) {
     button.classList.add("done");
     say(r.added.length ? `Added as an example of ${instance}: config version ${r.version}` +
       (r.applied ? " is live." : " saved; the reload watcher will apply it.")
-      : `${instance} already has this example.`);
+      : `${instance} already has this example.`, false, shownTab());
     scheduleExplain(0);
   } catch (err) {
     button.disabled = false;
-    say(`Not added: ${err.message}`, true);
+    say(`Not added: ${err.message}`, true, shownTab());
   }
 }
 
@@ -422,9 +430,8 @@ function addLiveRow(d) {
   body.prepend(el("tr", { class: kind, "data-seq": d.seq, "data-route": d.route,
                          "data-served": d.instance },
     ...[new Date(d.at * 1000).toLocaleTimeString(), d.route, d.pick, d.instance, d.status,
-        num(d.top_score), (d.reason ?? "-") + budgetNote(d.budget), turnWeights(d.context), `${d.latency_ms} ms`, "",
-        d.prompt ?? ""]
-      .map((v) => el("td", {}, v)), liveAddCell(d)));
+        num(d.top_score), (d.reason ?? "-") + budgetNote(d.budget), turnWeights(d.context), `${d.latency_ms} ms`, ""]
+      .map((v) => el("td", {}, v)), el("td", { class: "prompt" }, d.prompt ?? ""), liveAddCell(d)));
   while (body.rows.length > LIVE_ROWS) body.lastElementChild.remove();
 }
 
@@ -484,6 +491,7 @@ function showTab(name) {
     button.setAttribute("aria-selected", String(button.dataset.tab === name));
   }
   for (const section of document.querySelectorAll(".tab")) section.hidden = section.id !== `tab-${name}`;
+  if (state.statusTab !== null && state.statusTab !== name) say(...state.status);
   if (name === "live") startLive(); else stopLive();
   if (name === "spend") loadSpend(); // spend.js
   if (name === "cache") startShadow(); else stopShadow();
