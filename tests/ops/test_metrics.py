@@ -175,8 +175,8 @@ def documented_metrics(page: str) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for path in pages:
         text = (ROOT / path).read_text(encoding="utf-8")
-        rows = re.findall(r"^\| ((?:`semproxy_[a-z_]+`(?:, |、)?)+) \| [a-z]+ \|\s*([a-z_, ]*?)\s*\|",
-                          text, re.M)
+        rows = re.findall(r"^\| ((?:`semproxy_[a-z_]+`(?:, |、)?)+) \| [a-z]+ \|"
+                          r"\s*([a-z_, ]*?)\s*\|", text, re.M)
         for names, labels in rows:
             for name in re.findall(r"`(semproxy_[a-z_]+)`", names):
                 found[name] = {label.strip() for label in labels.split(",") if label.strip()}
