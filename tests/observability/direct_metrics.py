@@ -2,7 +2,9 @@
 
 Kept verbatim from src/semproxy/observability/metrics.py before the change, less
 `render`: what the same moments gave as an exposition when every one of them
-updated the Prometheus objects at once.
+updated the Prometheus objects at once. The budget-routing counter, the cache's
+metrics and the folded governance counters came with other work at the same time;
+they are here as that work wrote them (direct updates), so the families match.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from semproxy.observability.metrics import BREAKER_STATES, FAST_BUCKETS, LATENCY_BUCKETS
-from semproxy.observability.observer import DecisionView, RequestObserver
+from semproxy.observability.cache_metrics import CacheMetrics
+from semproxy.observability.observer import DecisionView, FoldedCount, RequestObserver
 from semproxy.observability.tokens import COMPLETION, PROMPT, TOTAL
 from semproxy.types import Usage
 
@@ -88,6 +91,13 @@ class DirectMetrics(RequestObserver):
         self.shadow_dropped = Counter("semproxy_shadow_dropped_total",
                                       "Shadow decisions skipped because the queue was full",
                                       ["route"], registry=r)
+        self.budget = Counter("semproxy_budget_routing_total",
+                              "Semantic decisions read again by budget-aware routing: the "
+                              "pick kept (served = pick) or moved to a cheaper instance",
+                              ["route", "tier", "pick", "served"], registry=r)
+        self._folded: dict[str, Counter] = {}
+        self._seen: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+        self.cache_metrics = CacheMetrics(r, self._child)
         self._shed_seen = 0
         self._version: str | None = None
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
@@ -125,6 +135,38 @@ class DirectMetrics(RequestObserver):
         self._child(self.shadow_dropped, route).inc()
 
     # -- the rest of the gateway -------------------------------------------
+    def on_budget(self, route: str, tier: int, pick: str, served: str) -> None:
+        self._child(self.budget, route, str(tier), pick, served).inc()
+
+    def on_cache(self, route: str, status: str, layer: str | None) -> None:
+        self.cache_metrics.on_cache(route, status, layer)
+
+    def on_cache_store(self, route: str, outcome: str) -> None:
+        self.cache_metrics.on_cache_store(route, outcome)
+
+    def on_cache_saved(self, route: str, usage: Usage, money: float) -> None:
+        self.cache_metrics.on_cache_saved(route, usage, money)
+
+    def on_cache_shadow(self, route: str, layer: str, similarity: float | None,
+                        wrong: bool) -> None:
+        self.cache_metrics.on_cache_shadow(route, layer, similarity, wrong)
+
+    def on_counts(self, rows: Iterable[FoldedCount]) -> None:
+        for row in rows:
+            key = (row.name, row.labels)
+            seen = self._seen.get(key)
+            if seen is not None and row.value <= seen:
+                continue
+            self._seen[key] = row.value
+            metric = self._folded.get(row.name)
+            if metric is None:
+                metric = self._folded[row.name] = Counter(
+                    row.name.removesuffix("_total"), row.help,
+                    [name for name, _ in row.labels], registry=self.registry)
+            child = self._child(metric, *(value for _, value in row.labels))
+            if row.value > (seen or 0):
+                child.inc(row.value - (seen or 0))
+
     def on_embedding(self, route: str, seconds: float | None, decision_cached: bool | None
                      ) -> None:
         if seconds is not None:  # a decision-cache hit embedded nothing: not a duration

@@ -38,6 +38,7 @@ from semproxy.server.listener import CappedTCPSite, default_max_connections, rai
 log = logging.getLogger("semproxy.server")
 
 SourceFactory = Callable[[], ConfigSource]
+FOLD_S = 1.0  # seconds between a worker's folds of its plain counters (--workers N)
 
 
 @dataclass
@@ -51,6 +52,7 @@ class RunningGateway:
     admin_host: str = "127.0.0.1"
     admin_port: int | None = None
     folder: asyncio.Task[None] | None = None  # --workers: folds the metrics into their files
+    folding: asyncio.Task[None] | None = None  # --workers: folds the governance counts
 
     @property
     def url(self) -> str:
@@ -63,6 +65,8 @@ class RunningGateway:
         return f"http://{self.admin_host}:{self.admin_port}"
 
     async def close(self) -> None:
+        if self.folding is not None:
+            self.folding.cancel()
         if self.folder is not None:
             self.folder.cancel()  # its last fold writes out what is still counted
             with contextlib.suppress(asyncio.CancelledError):
@@ -139,9 +143,21 @@ async def _start_admin(running: RunningGateway, metrics: Metrics, decisions: Dec
     app.on_response_prepare.append(stamp_headers)
     config_path = source.path if isinstance(source, FileSource) else None
     Playground(running.gateway, decisions, config_path, running.watcher).mount(app)
+    if multiprocess_enabled():
+        running.folding = asyncio.get_running_loop().create_task(
+            fold_counts(running.gateway, metrics))
     running.admin_host = split_listen(config.admin.listen)[0]
     running.admin_runner, running.admin_port = await _listen(
         app, config.admin.listen, reuse_port, 1.0, max_connections)
+
+
+async def fold_counts(gateway: Gateway, metrics: Metrics, every_s: float = FOLD_S) -> None:
+    """With `--workers N` a scrape is answered by one worker, which folds only its own
+    plain counters (spend, governance) into the shared metric files: every worker folds
+    its own on a timer too, so a scrape sees every worker's counts at most this late."""
+    while True:
+        await asyncio.sleep(every_s)
+        metrics.on_counts(gateway.governance.counts())
 
 
 async def load_initial(source: ConfigSource, retry_s: float = 1.0) -> GatewayConfig:

@@ -11,6 +11,7 @@ import asyncio
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -23,7 +24,8 @@ from prometheus_client import (
 )
 from prometheus_client import multiprocess as mp
 
-from semproxy.observability.observer import DecisionView, RequestObserver
+from semproxy.observability.cache_metrics import CacheMetrics
+from semproxy.observability.observer import DecisionView, FoldedCount, RequestObserver
 from semproxy.observability.tally import CounterTally, Folding, HistogramTally, check_folding
 from semproxy.observability.tokens import COMPLETION, PROMPT, TOTAL
 from semproxy.types import Usage
@@ -138,6 +140,15 @@ class Metrics(RequestObserver):
         self.shadow_dropped = self.counter("semproxy_shadow_dropped_total",
                                            "Shadow decisions skipped because the queue was full",
                                            ["route"])
+        self.budget = self.counter("semproxy_budget_routing_total",
+                                   "Semantic decisions read again by budget-aware routing: the "
+                                   "pick kept (served = pick) or moved to a cheaper instance",
+                                   ["route", "tier", "pick", "served"])
+        # Counters kept as plain numbers elsewhere (governance), folded in at scrape time.
+        self._folded: dict[str, Counter] = {}
+        self._seen: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+        self.cache_metrics = CacheMetrics(r, self._child)
         self._shed_seen = 0
         self._version: str | None = None
 
@@ -154,6 +165,15 @@ class Metrics(RequestObserver):
         tally = HistogramTally(metric, buckets)
         self.folding.tallies.append(tally)
         return tally
+
+    def _child(self, metric: Any, *labels: str) -> Any:
+        """The labelled series of a metric not kept as a tally (the cache's, the folded
+        governance counters), looked up once: `labels()` validates and locks per call."""
+        key = (id(metric), labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
 
     # -- RequestObserver ---------------------------------------------------
     def on_attempt(self, route: str, instance: str, outcome: str, seconds: float) -> None:
@@ -177,7 +197,42 @@ class Metrics(RequestObserver):
     def on_shadow_dropped(self, route: str) -> None:
         self.shadow_dropped.add((route,))
 
+    def on_budget(self, route: str, tier: int, pick: str, served: str) -> None:
+        self.budget.add((route, str(tier), pick, served))
+
+    def on_cache(self, route: str, status: str, layer: str | None) -> None:
+        self.cache_metrics.on_cache(route, status, layer)
+
+    def on_cache_store(self, route: str, outcome: str) -> None:
+        self.cache_metrics.on_cache_store(route, outcome)
+
+    def on_cache_saved(self, route: str, usage: Usage, money: float) -> None:
+        self.cache_metrics.on_cache_saved(route, usage, money)
+
+    def on_cache_shadow(self, route: str, layer: str, similarity: float | None,
+                        wrong: bool) -> None:
+        self.cache_metrics.on_cache_shadow(route, layer, similarity, wrong)
+
     # -- the rest of the gateway -------------------------------------------
+    def on_counts(self, rows: Iterable[FoldedCount]) -> None:
+        """Fold counters kept as plain numbers (totals so far) into Prometheus counters:
+        each series grows by what its total grew since the last fold."""
+        for row in rows:
+            key = (row.name, row.labels)
+            seen = self._seen.get(key)
+            if seen is not None and row.value <= seen:
+                continue
+            self._seen[key] = row.value
+            metric = self._folded.get(row.name)
+            if metric is None:
+                metric = self._folded[row.name] = Counter(
+                    row.name.removesuffix("_total"), row.help,
+                    [name for name, _ in row.labels], registry=self.registry)
+            # A series shows from its first fold, at 0 too (a rate over it starts there).
+            child = self._child(metric, *(value for _, value in row.labels))
+            if row.value > (seen or 0):
+                child.inc(row.value - (seen or 0))
+
     def on_embedding(self, route: str, seconds: float | None, decision_cached: bool | None
                      ) -> None:
         if seconds is not None:  # a decision-cache hit embedded nothing: not a duration

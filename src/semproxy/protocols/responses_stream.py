@@ -37,8 +37,10 @@ def response_usage(node: Any) -> dict[str, Any]:
     node = node if isinstance(node, dict) else {}
     given = int(node.get("prompt_tokens") or 0)
     made = int(node.get("completion_tokens") or 0)
+    details = node.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else 0
     return {"input_tokens": given, "output_tokens": made, "total_tokens": given + made,
-            "input_tokens_details": {"cached_tokens": 0},
+            "input_tokens_details": {"cached_tokens": cached if isinstance(cached, int) else 0},
             "output_tokens_details": {"reasoning_tokens": 0}}
 
 
