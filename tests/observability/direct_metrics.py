@@ -14,8 +14,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from semproxy.observability.metrics import BREAKER_STATES, FAST_BUCKETS, LATENCY_BUCKETS
 from semproxy.observability.cache_metrics import CacheMetrics
+from semproxy.observability.metrics import BREAKER_STATES, FAST_BUCKETS, LATENCY_BUCKETS
 from semproxy.observability.observer import DecisionView, FoldedCount, RequestObserver
 from semproxy.observability.tokens import COMPLETION, PROMPT, TOTAL
 from semproxy.types import Usage
