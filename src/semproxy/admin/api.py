@@ -8,6 +8,7 @@ worker and replica converges on it.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import hmac
 import logging
@@ -155,7 +156,8 @@ class AdminAPI:
     async def _apply(self, document: dict[str, Any]) -> dict[str, Any]:
         """Validate, persist and reload a whole document: {version, applied}."""
         try:
-            config = load_data(document)
+            # Off the event loop: building reads files (TLS bundles) and may take a while.
+            config = await asyncio.to_thread(load_data, document)
         except ConfigError as exc:
             raise ConfigRejected(exc.errors) from exc
         except Exception as exc:

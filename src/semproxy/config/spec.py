@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -292,7 +292,7 @@ def _instances(
         model = model if isinstance(model, str) else None
         own = _own_net(net, inst.proxy, inst.tls)
         targets = provider.targets(inst.override.endpoint, inst.auth, model, own)
-        _check_target(next(iter(targets.values())), ipath, errs)
+        _check_targets(targets.values(), ipath, errs)
         out.append(InstanceSpec(
             name=inst.name, provider=provider, targets=MappingProxyType(targets),
             options=MappingProxyType(dict(inst.options)), weight=inst.weight,
@@ -312,13 +312,23 @@ def _own_net(net: NetPolicy, proxy: str | None, tls: s.Tls | None) -> NetPolicy:
     return replace(net, proxy=net.proxy if proxy is None else proxy, tls=files)
 
 
-def _check_target(target: Target, path: str, errs: _Errors) -> None:
+def _check_targets(targets: Iterable[Target], path: str, errs: _Errors) -> None:
+    """Prepare every upstream request now: a bad endpoint or TLS file fails the load (one
+    error per instance), and no request reads a TLS file on the event loop later."""
+    for target in targets:
+        if _check_target(target, path, errs) is not None:
+            return
+
+
+def _check_target(target: Target, path: str, errs: _Errors) -> str | None:
     """Prepare the upstream request now, so a bad endpoint or TLS file fails the load."""
     if target.url.startswith(("http://", "https://")):
         try:
             target.call  # noqa: B018 (a cached property: computed here, once)
         except UpstreamError as exc:
             errs.add(path, exc.message)
+            return exc.message
+    return None
 
 
 def _retry(multi: s.AIProxyMulti) -> RetryPolicy:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from semproxy.errors import BadRequestError
+from semproxy.protocols.events import DEFAULT_LIMIT
 from semproxy.semantic.query import RoutingInput
 from semproxy.types import JSONObject, Usage
 
@@ -50,7 +51,8 @@ class EventConverter(Protocol):
     """One streamed answer's events, from a converter's target protocol to its source's.
 
     `usage` is what the events read so far reported (None before any count);
-    `done` turns true once the stream's terminal event was seen.
+    `done` turns true once the stream's terminal event was seen; `failed` once an
+    error event ended it (the upstream's own, or one the converter wrote).
     """
 
     @property
@@ -58,6 +60,9 @@ class EventConverter(Protocol):
 
     @property
     def done(self) -> bool: ...
+
+    @property
+    def failed(self) -> bool: ...
 
     def feed(self, events: bytes) -> bytes:
         """The source protocol's bytes for a run of complete events (possibly none yet)."""
@@ -88,5 +93,6 @@ class Converter(Protocol):
     def error(self, status: int, body: bytes) -> bytes:
         """An upstream error body (status >= 400) in the source protocol's shape."""
 
-    def events(self, model: str | None) -> EventConverter:
-        """A converter for one streamed answer; `model` is the one the client asked for."""
+    def events(self, model: str | None, limit: int = DEFAULT_LIMIT) -> EventConverter:
+        """A converter for one streamed answer; `model` is the one the client asked for
+        (the upstream's own wins when it names one), `limit` the bytes it may hold."""

@@ -17,9 +17,11 @@ from typing import Any
 import orjson
 
 from semproxy.config.spec import InstanceSpec
+from semproxy.errors import BadRequestError
 from semproxy.protocols.chat import CHAT
 from semproxy.protocols.contract import Converter, Parsed
 from semproxy.protocols.embeddings import EMBEDDINGS
+from semproxy.protocols.envelope import UNTRANSLATABLE
 from semproxy.protocols.registry import PROTOCOLS, conversion
 from semproxy.transport.target import Target
 
@@ -40,12 +42,17 @@ class Leg:
     content_type: str | None
 
     def body(self, parsed: Parsed) -> bytes:
-        """The request body this leg sends for `parsed`."""
+        """The request body this leg sends for `parsed`; a 400 when the client's request
+        has a field of a shape the upstream's protocol cannot be given."""
         source = parsed.native if self.native and parsed.native is not None else parsed.payload
         body = {**source, **self.options}
         if not self.sends_model:
             body.pop("model", None)
-        return orjson.dumps(self.speaks.request(body))
+        try:
+            return orjson.dumps(self.speaks.request(body))
+        except UNTRANSLATABLE as exc:  # orjson's encode error is a TypeError too
+            raise BadRequestError("the request has a field of a shape the upstream's protocol "
+                                  "does not take") from exc
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,6 +68,8 @@ def access_fields(exchange: Exchange, seconds: float) -> dict[str, Any]:
             fields["semantic"]["context"] = list(exchange.decision.context)
     if exchange.shadow is not None:
         fields.update(shadow_fields(exchange.shadow))
+    if exchange.stream_error is not None:
+        fields["stream_error"] = exchange.stream_error
     if len(exchange.attempts) > 1:
         fields["failover"] = [f"{a.instance}:{a.outcome}" for a in exchange.attempts]
     route = exchange.route

@@ -109,6 +109,7 @@ class Exchange:
     ttft: float | None = None
     usage: Usage | None = None
     complete: bool = False  # a whole answer, or a stream whose terminal event came
+    stream_error: str | None = None  # why a started stream did not end whole
     response_body: bytes | None = None  # as relayed (payload logging)
     headers: dict[str, str] | None = None  # added to every answer (rate-limit headers)
     taps: list[StreamTap] | None = None
