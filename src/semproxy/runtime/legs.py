@@ -20,9 +20,10 @@ from semproxy.config.spec import InstanceSpec
 from semproxy.errors import BadRequestError
 from semproxy.protocols.chat import CHAT
 from semproxy.protocols.contract import Converter, Parsed
+from semproxy.protocols.count_tokens import COUNT_TOKENS, LOCAL_URL
 from semproxy.protocols.embeddings import EMBEDDINGS
 from semproxy.protocols.envelope import UNTRANSLATABLE
-from semproxy.protocols.registry import PROTOCOLS, conversion
+from semproxy.protocols.registry import CONVERTERS, PROTOCOLS, conversion
 from semproxy.transport.target import Target
 
 JSON = "application/json"
@@ -68,7 +69,9 @@ def leg(instance: InstanceSpec, client: str) -> Leg | None:
     """The leg of `instance` for clients of `client`, None when it cannot serve them.
 
     An instance speaking the client's protocol takes it natively; otherwise the
-    first protocol it speaks that Chat Completions converts to serves.
+    first protocol it speaks that Chat Completions converts to serves. Token
+    counting needs no model: an instance that cannot count is counted for, in
+    process (`protocols/count_tokens.py`).
     """
     spoken = sorted(instance.targets, key=lambda p: p != client)  # its own protocol first
     for protocol in spoken:
@@ -84,6 +87,12 @@ def leg(instance: InstanceSpec, client: str) -> Leg | None:
                    speaks=speaks, back=back, options=instance.options,
                    sends_model=instance.provider.sends_model,
                    content_type=None if keeps_type else JSON)
+    if client == COUNT_TOKENS:
+        local = Target(url=LOCAL_URL, headers={}, net=instance.target.net,
+                       label="local token count")
+        return Leg(instance=instance.name, target=local, native=True,
+                   speaks=CONVERTERS[(COUNT_TOKENS, COUNT_TOKENS)], back=None,
+                   options=instance.options, sends_model=True, content_type=None)
     return None
 
 

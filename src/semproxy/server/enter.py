@@ -13,7 +13,9 @@ from __future__ import annotations
 import orjson
 from aiohttp import web
 
+from semproxy.errors import NotFoundError
 from semproxy.protocols.models import anthropic_list, openai_list
+from semproxy.protocols.registry import unnamed_protocol
 from semproxy.runtime.routes import RouteState, RouteTable
 from semproxy.server.auth import authenticate
 from semproxy.server.exchange import Exchange
@@ -21,7 +23,13 @@ from semproxy.server.hashkey import hash_key
 from semproxy.server.request import read_body
 
 
-async def enter(request: web.Request, exchange: Exchange, table: RouteTable) -> RouteState:
+async def enter(request: web.Request, exchange: Exchange, table: RouteTable,
+                named: bool = True) -> RouteState:
+    """`named`: the path names a protocol. One that names none is an unknown endpoint on a
+    prefix route (404 in the client's error shape, before the body is read), and Chat
+    Completions on a route written for that exact path."""
+    if not named:
+        unknown_endpoint(request, exchange, table)
     route = exchange.route = table.match(request.path, request.method)
     spec = route.spec
     exchange.consumer = authenticate(request, spec, table.config.consumers)
@@ -34,6 +42,16 @@ async def enter(request: web.Request, exchange: Exchange, table: RouteTable) -> 
     if spec.algorithm == "chash":
         exchange.hash_key = hash_key(request, spec.hash_on, spec.key, exchange.consumer)
     return route
+
+
+def unknown_endpoint(request: web.Request, exchange: Exchange, table: RouteTable) -> None:
+    route = table.find(request.path)
+    if route.spec.is_prefix:
+        exchange.route = route
+        exchange.protocol = unnamed_protocol("anthropic-version" in request.headers)
+        raise NotFoundError("no such endpoint: a route serves POST .../chat/completions, "
+                            ".../messages, .../messages/count_tokens, .../responses, "
+                            ".../embeddings, .../completions and GET .../models")
 
 
 def list_models(request: web.Request, exchange: Exchange, table: RouteTable) -> web.Response:

@@ -26,7 +26,7 @@ from aiohttp import web
 
 from semproxy.errors import GatewayError
 from semproxy.observability.observer import RequestObserver
-from semproxy.protocols.registry import is_models, protocol_for
+from semproxy.protocols.registry import CHAT_COMPLETIONS, is_models, protocol_for
 from semproxy.runtime.routes import RouteState, RouteTable
 from semproxy.server.account import finish
 from semproxy.server.admit import admission_for
@@ -94,13 +94,14 @@ class Version:
 async def handle(request: web.Request, version: Version, observer: RequestObserver,
                  shadows: ShadowRunner | None = None) -> web.StreamResponse:
     """Serve one request and account for it (metrics, access log), whatever happens."""
-    exchange = Exchange(request_id(request), protocol_for(request.path), observer)
+    protocol = protocol_for(request.path)
+    exchange = Exchange(request_id(request), protocol or CHAT_COMPLETIONS, observer)
     pipeline = None
     try:
         if is_models(request.path, request.method):
             response: web.StreamResponse = list_models(request, exchange, version.table)
         else:
-            route = await enter(request, exchange, version.table)
+            route = await enter(request, exchange, version.table, protocol is not None)
             pipeline = version.pipelines[route.spec.id]
             answer = None
             for phase in pipeline.phases:
