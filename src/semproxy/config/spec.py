@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from semproxy.config import schema as s
+from semproxy.config.cors import CorsSpec, build_cors
 from semproxy.config.limits_plan import compile_plan
 from semproxy.embeddings.factory import EmbeddingSpec
 from semproxy.embeddings.registry import DEFAULT_LOCAL_MODEL, LOCAL_MODELS
@@ -25,6 +26,7 @@ from semproxy.providers.registry import LOCAL_EMBEDDINGS, PROVIDERS, embedding_p
 from semproxy.transport.target import NetPolicy, Target, TlsFiles
 
 TRANSIENT_5XX = frozenset(range(500, 600))
+AUTO_MODEL = "auto"  # the model name that leaves the choice to the gateway
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -41,6 +43,10 @@ class InstanceSpec:
     threshold: float | None = None
     catchall: bool = False
     checks: s.Checks | None = None
+    aliases: tuple[str, ...] = ()
+    # `options.model` when the file names it; None when it comes from the environment
+    # (`${VAR}`): such a value is never shown to clients, nor matched for them.
+    listed_model: str | None = None
 
     @property
     def target(self) -> Target:
@@ -103,6 +109,8 @@ class RouteSpec:
     logging: s.Logging
     key_auth: s.KeyAuth | None = None
     shadow: ShadowSpec | None = None
+    strict_models: bool = False
+    cors: CorsSpec | None = None  # the `cors` plugin: off unless the route has it
 
     def instance(self, name: str) -> InstanceSpec:
         return next(i for i in self.instances if i.name == name)
@@ -165,7 +173,7 @@ def build(raw: s.Root, version: str, document: Mapping[str, Any] | None = None
         if route.id in seen:
             errs.add(f"{path}.id", f"duplicate route id {route.id!r}")
         seen.add(route.id)
-        spec = _route(route, path, errs)
+        spec = _route(route, path, errs, _written_route(document, i))
         if spec is not None and route.status == 1:  # status 0: checked, but not served
             routes.append(spec)
     consumers = _consumers(raw, errs)
@@ -222,7 +230,16 @@ def _consumers(raw: s.Root, errs: _Errors) -> dict[bytes, str]:
     return out
 
 
-def _route(route: s.Route, path: str, errs: _Errors) -> RouteSpec | None:
+def _written_route(document: Mapping[str, Any] | None, i: int) -> Mapping[str, Any]:
+    """Route `i` as the file wrote it (before `${VAR}` substitution), {} if unknown."""
+    routes = (document or {}).get("routes")
+    route = routes[i] if isinstance(routes, list) and i < len(routes) else None
+    plugins = route.get("plugins") if isinstance(route, dict) else None
+    return plugins if isinstance(plugins, dict) else {}
+
+
+def _route(route: s.Route, path: str, errs: _Errors, written: Mapping[str, Any]
+           ) -> RouteSpec | None:
     multi, single = route.plugins.ai_proxy_multi, route.plugins.ai_proxy
     if (multi is None) == (single is None):
         errs.add(f"{path}.plugins", "exactly one of ai-proxy-multi or ai-proxy is required")
@@ -239,7 +256,8 @@ def _route(route: s.Route, path: str, errs: _Errors) -> RouteSpec | None:
         attempt_timeout_s=multi.attempt_timeout / 1000 if multi.attempt_timeout else None,
         max_body=multi.max_resp_body_size, max_event=multi.max_sse_event_size,
         max_connections=multi.max_connections_per_origin, proxy=multi.proxy)
-    instances = _instances(multi, ppath, net, errs, is_single=single is not None)
+    instances = _instances(multi, ppath, net, errs, _written_instances(written),
+                           is_single=single is not None)
     semantic = _semantic(multi, ppath, net, errs)
     balancer = multi.balancer
     if balancer.algorithm == "chash" and balancer.hash_on != "consumer" and not balancer.key:
@@ -251,7 +269,9 @@ def _route(route: s.Route, path: str, errs: _Errors) -> RouteSpec | None:
         algorithm=balancer.algorithm, hash_on=balancer.hash_on, key=balancer.key,
         semantic=semantic, retry=_retry(multi), max_body=multi.max_req_body_size,
         debug_headers=multi.debug_headers, logging=multi.logging,
-        key_auth=route.plugins.key_auth,
+        key_auth=route.plugins.key_auth, strict_models=multi.strict_models,
+        cors=None if route.plugins.cors is None else build_cors(
+            route.plugins.cors, f"{path}.plugins.cors", errs.add),
     )
     if balancer.shadow is None:
         return spec
@@ -268,8 +288,26 @@ def _from_single(single: s.AIProxy) -> s.AIProxyMulti:
     return s.AIProxyMulti.model_validate({**fields, "instances": [instance]}, strict=False)
 
 
+def _written_instances(plugins: Mapping[str, Any]) -> list[Any]:
+    """The instances as written: `ai-proxy-multi`'s list, or `ai-proxy` as its one."""
+    multi = plugins.get("ai-proxy-multi")
+    if isinstance(multi, dict) and isinstance(multi.get("instances"), list):
+        return list(multi["instances"])
+    single = plugins.get("ai-proxy")
+    return [single] if isinstance(single, dict) else []
+
+
+def _listed_model(model: str | None, written: Any) -> str | None:
+    """`model`, unless the file wrote a reference there (anything with `$`): a value from
+    the environment is the operator's, not the clients'."""
+    options = written.get("options") if isinstance(written, dict) else None
+    raw = options.get("model") if isinstance(options, dict) else model
+    return model if model is not None and not (isinstance(raw, str) and "$" in raw) else None
+
+
 def _instances(
-    multi: s.AIProxyMulti, ppath: str, net: NetPolicy, errs: _Errors, is_single: bool = False
+    multi: s.AIProxyMulti, ppath: str, net: NetPolicy, errs: _Errors,
+    written: list[Any] | None = None, is_single: bool = False
 ) -> tuple[InstanceSpec, ...]:
     out = []
     names: set[str] = set()
@@ -299,8 +337,19 @@ def _instances(
             priority=inst.priority, examples=tuple(inst.examples or ()),
             negative_examples=tuple(inst.negative_examples or ()),
             threshold=inst.threshold, catchall=inst.catchall, checks=inst.checks,
+            aliases=_aliases(inst, ipath, errs),
+            listed_model=_listed_model(model, (written or [])[j] if j < len(written or [])
+                                       else None),
         ))
     return tuple(out)
+
+
+def _aliases(inst: s.Instance, ipath: str, errs: _Errors) -> tuple[str, ...]:
+    for k, alias in enumerate(inst.aliases):
+        if alias == AUTO_MODEL:
+            errs.add(f"{ipath}.aliases[{k}]", f"{AUTO_MODEL!r} means 'the gateway picks'; it "
+                     "cannot name one instance")
+    return tuple(dict.fromkeys(a for a in inst.aliases if a != AUTO_MODEL))
 
 
 def _own_net(net: NetPolicy, proxy: str | None, tls: s.Tls | None) -> NetPolicy:

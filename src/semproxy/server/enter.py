@@ -5,7 +5,8 @@ route is matched by path and method, the consumer authenticated (key-auth),
 the body read within its size limit and deadline and parsed by the client
 protocol the path names. A chash route's hash key is taken here too, while
 the HTTP request is at hand; later phases read only the `Exchange`.
-`GET .../models` ends here, answered from the route's config.
+`GET .../models` and `GET .../models/{id}` end here, answered from the route's
+config.
 """
 
 from __future__ import annotations
@@ -14,10 +15,19 @@ import orjson
 from aiohttp import web
 
 from semproxy.errors import NotFoundError
-from semproxy.protocols.models import anthropic_list, openai_list
+from semproxy.protocols.models import (
+    AUTO,
+    anthropic_list,
+    anthropic_model,
+    model_ids,
+    not_found,
+    openai_list,
+    openai_model,
+)
 from semproxy.protocols.registry import unnamed_protocol
 from semproxy.runtime.routes import RouteState, RouteTable
 from semproxy.server.auth import authenticate
+from semproxy.server.cors import allow_cross_origin
 from semproxy.server.exchange import Exchange
 from semproxy.server.hashkey import hash_key
 from semproxy.server.request import read_body
@@ -32,6 +42,7 @@ async def enter(request: web.Request, exchange: Exchange, table: RouteTable,
         unknown_endpoint(request, exchange, table)
     route = exchange.route = table.match(request.path, request.method)
     spec = route.spec
+    allow_cross_origin(request, exchange, spec.cors)
     exchange.consumer = authenticate(request, spec, table.config.consumers)
     parsed = exchange.parsed = exchange.protocol.parse(await read_body(
         request, spec.max_body, table.config.client_body_timeout_s))
@@ -48,6 +59,7 @@ def unknown_endpoint(request: web.Request, exchange: Exchange, table: RouteTable
     route = table.find(request.path)
     if route.spec.is_prefix:
         exchange.route = route
+        allow_cross_origin(request, exchange, route.spec.cors)
         exchange.protocol = unnamed_protocol("anthropic-version" in request.headers)
         raise NotFoundError("no such endpoint: a route serves POST .../chat/completions, "
                             ".../messages, .../messages/count_tokens, .../responses, "
@@ -55,10 +67,20 @@ def unknown_endpoint(request: web.Request, exchange: Exchange, table: RouteTable
 
 
 def list_models(request: web.Request, exchange: Exchange, table: RouteTable) -> web.Response:
-    """The route's models, in the list shape of the SDK that asks."""
+    """The route's models (`.../models`), or one of them (`.../models/{id}`, a 404
+    `model_not_found` for a name the route does not answer to), in the shape of the
+    SDK that asks."""
     route = exchange.route = table.find(request.path)
+    allow_cross_origin(request, exchange, route.spec.cors)
     exchange.consumer = authenticate(request, route.spec, table.config.consumers)
     is_anthropic = "anthropic-version" in request.headers
-    body = anthropic_list(route.spec) if is_anthropic else openai_list(route.spec)
+    _, found, model = request.path.partition("/models/")
+    if not found:
+        body = anthropic_list(route.spec) if is_anthropic else openai_list(route.spec)
+    elif model in route.models or model == AUTO or model in model_ids(route.spec):
+        body = anthropic_model(model) if is_anthropic else openai_model(model)
+    else:
+        exchange.protocol = unnamed_protocol(is_anthropic)  # the error in the SDK's shape
+        raise not_found(model)
     return web.Response(body=orjson.dumps(body), content_type="application/json",
-                        headers={"X-Request-Id": exchange.request_id})
+                        headers={"X-Request-Id": exchange.request_id, **(exchange.headers or {})})

@@ -31,6 +31,7 @@ from semproxy.runtime.routes import RouteState, RouteTable
 from semproxy.server.account import finish
 from semproxy.server.admit import admission_for
 from semproxy.server.call import CallPhase
+from semproxy.server.cors import preflight
 from semproxy.server.enter import enter, list_models
 from semproxy.server.exchange import Answer, Exchange, request_id
 from semproxy.server.lookup import cache_for
@@ -100,6 +101,9 @@ async def handle(request: web.Request, version: Version, observer: RequestObserv
     try:
         if is_models(request.path, request.method):
             response: web.StreamResponse = list_models(request, exchange, version.table)
+        elif request.method == "OPTIONS" and (
+                allowed := preflight(request, version.table)) is not None:
+            response = allowed
         else:
             route = await enter(request, exchange, version.table, protocol is not None)
             pipeline = version.pipelines[route.spec.id]
