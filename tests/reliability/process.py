@@ -26,8 +26,10 @@ class GatewayProcess:
 
     def __init__(self, config: dict[str, Any], workdir: Path,
                  env: dict[str, str] | None = None, listen: str = "127.0.0.1:0",
-                 open_files: tuple[int, int] | None = None) -> None:
+                 open_files: tuple[int, int] | None = None, args: tuple[str, ...] = ()
+                 ) -> None:
         self.listen = listen
+        self.args = args  # more `serve` options
         self.open_files = open_files  # (soft, hard) RLIMIT_NOFILE the gateway starts with
         self.config_path = workdir / "gateway.json"
         self.log_path = workdir / "gateway.log"
@@ -62,7 +64,7 @@ class GatewayProcess:
         with self.out_path.open("wb") as out, self.log_path.open("wb") as err:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "semproxy", "--log-format", "json", "serve",
-                 "--config", str(self.config_path), "--listen", self.listen],
+                 "--config", str(self.config_path), "--listen", self.listen, *self.args],
                 stdout=out, stderr=err, env=self._env, cwd=ROOT,
                 preexec_fn=None if self.open_files is None else self._limit_open_files)
         return time.monotonic() + timeout
