@@ -11,8 +11,6 @@ import logging
 import time
 from typing import Any
 
-import orjson
-
 from semproxy.observability.logging import log_line
 from semproxy.observability.observer import shadow_fields
 from semproxy.observability.tokens import token_counts
@@ -74,7 +72,8 @@ def access_fields(exchange: Exchange, seconds: float) -> dict[str, Any]:
         fields["failover"] = [f"{a.instance}:{a.outcome}" for a in exchange.attempts]
     route = exchange.route
     if route is not None and route.spec.logging.payloads:
-        fields["request_body"] = _clip(orjson.dumps(exchange.payload))
+        parsed = exchange.parsed  # a shelved request is logged without parsing it back
+        fields["request_body"] = _clip(b"null" if parsed is None else parsed.payload_json())
         if exchange.response_body is not None:
             fields["response_body"] = _clip(exchange.response_body)
     return fields

@@ -44,8 +44,10 @@ async def enter(request: web.Request, exchange: Exchange, table: RouteTable,
     spec = route.spec
     allow_cross_origin(request, exchange, spec.cors)
     exchange.consumer = authenticate(request, spec, table.config.consumers)
-    parsed = exchange.parsed = exchange.protocol.parse(await read_body(
-        request, spec.max_body, table.config.client_body_timeout_s))
+    body = await read_body(request, spec.max_body, table.config.client_body_timeout_s)
+    exchange.body_size = len(body)
+    parsed = exchange.parsed = exchange.protocol.parse(body)
+    del body  # parsed now: the bytes need not last as long as the request
     # The model as the client wrote it: the instance's configured one can come from
     # the environment (`options.model: ${VAR}`) and has no place in every log line.
     model = parsed.payload.get("model")

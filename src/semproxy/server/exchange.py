@@ -96,6 +96,7 @@ class Exchange:
     consumer: str | None = None
     model: str | None = None  # as the client wrote it (never the configured one)
     parsed: Parsed | None = None
+    body_size: int = 0  # of the client's request body, in bytes
     hash_key: str | None = None  # chash routes: the request's key
     decision: Decision | None = None
     shadow: Decision | None = None  # the shadow table's decision, when made inline
