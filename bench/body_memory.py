@@ -9,7 +9,7 @@ allocator's retention that blurs resident size. Per round the report gives,
 over the idle figure before it, what is held in the middle of the hold, the
 Python-level peak, and the peak of resident size (sampled every 5 ms).
 
-    .venv/bin/python -m bench.body_memory [--runs 5] [--concurrent 8]
+    .venv/bin/python -m bench.body_memory [--runs 5] [--concurrent 8] [--concurrent-only]
 """
 
 from __future__ import annotations
@@ -64,8 +64,8 @@ async def measure(path: str, concurrent: int, runs: int) -> None:
                        n: int) -> None:
         raw.bodies.clear()  # keep no copies in this process
         arrived.append(time.monotonic())
-        while len(arrived) < concurrent:
-            await asyncio.sleep(0.01)
+        while len(arrived) < concurrent and time.monotonic() - arrived[-1] < 10:
+            await asyncio.sleep(0.01)  # until all have come (or one stopped on its way)
         await asyncio.sleep(HOLD)
         writer.write(answer(CHAT_ANSWER, "Content-Type: application/json"))
         await writer.drain()
@@ -73,7 +73,8 @@ async def measure(path: str, concurrent: int, runs: int) -> None:
     raw = RawServer(upstream)
     body = small_messages(int(9.4 * MB))
     async with raw:
-        config = {"listen": "127.0.0.1:0", "routes": [{"id": "r", "uri": "/v1/*", "plugins": {
+        config = {"listen": "127.0.0.1:0", "client_body_timeout": 300, "routes": [
+            {"id": "r", "uri": "/v1/*", "plugins": {
             "ai-proxy-multi": {"max_req_body_size": 16 * MB, "timeout": 300_000, "instances": [
                 {"name": "a", "provider": "openai-compatible", "weight": 1,
                  "options": {"model": "m"}, "override": {"endpoint": raw.url}}]}}}]}
@@ -133,9 +134,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--concurrent", type=int, default=8)
+    parser.add_argument("--concurrent-only", action="store_true")
     args = parser.parse_args()
-    asyncio.run(measure("/v1/chat/completions", 1, args.runs))
-    asyncio.run(measure("/v1/messages", 1, args.runs))
+    if not args.concurrent_only:
+        asyncio.run(measure("/v1/chat/completions", 1, args.runs))
+        asyncio.run(measure("/v1/messages", 1, args.runs))
     asyncio.run(measure("/v1/messages", args.concurrent, args.runs))
 
 

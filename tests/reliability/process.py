@@ -167,6 +167,13 @@ class TracedMemory:
             time.sleep(0.01)
         return samples[0][1]
 
+    def trim(self) -> None:
+        """Have the gateway return its allocator's free memory to the system (malloc_trim)."""
+        request = self.path.with_name(self.path.name + ".trim")
+        request.touch()
+        while request.exists():
+            time.sleep(0.01)
+
     def peak(self, since: float) -> int:
         """The most bytes held at any moment from `since` (monotonic) until now."""
         until = time.monotonic()
