@@ -87,7 +87,7 @@ class Started:
     """One server process on its own port (natively or under callgrind)."""
 
     def __init__(self, procs: run.Procs, server: Server, tmp: Path, upstream: str,
-                 tag: str, callgrind: bool) -> None:
+                 tag: str, callgrind: bool, redis_port: int | None = None) -> None:
         self.server = server
         port = run.free_port()
         self.base = f"http://127.0.0.1:{port}"
@@ -95,7 +95,7 @@ class Started:
         if server.kind is not None:
             config = tmp / f"{server.key}-{tag}.yaml"  # JSON is valid YAML
             config.write_bytes(orjson.dumps(run.gateway_config(port, server.kind, upstream,
-                                                               upstream),
+                                                               upstream, redis_port),
                                             option=orjson.OPT_INDENT_2))
         argv = server_argv(server, port, config, upstream)
         self.name = f"{server.key}-{tag}"
@@ -203,8 +203,9 @@ def selected(args: argparse.Namespace) -> list[Scenario]:
     return [s for s in SCENARIOS if s.key in keys]
 
 
-def skips(scenarios: list[Scenario]) -> dict[str, str]:
-    """Servers that cannot run here, with the reason."""
+def skips(scenarios: list[Scenario], redis: int | str | None) -> dict[str, str]:
+    """Servers that cannot run here, with the reason (`redis`: the port of the harness's
+    redis-server, or why there is none)."""
     out = {}
     why = run.gateway_importable()
     acc = accurate_missing() if not why else ""
@@ -214,6 +215,8 @@ def skips(scenarios: list[Scenario]) -> dict[str, str]:
             out[server] = f"gateway not runnable ({why})"
         elif spec.needs_accurate and acc:
             out[server] = f"model: accurate unavailable: {acc}"
+        elif spec.needs_redis and isinstance(redis, str):
+            out[server] = redis
     return out
 
 
@@ -221,8 +224,8 @@ def measure_rps(procs: run.Procs, tmp: Path, upstream: str, scenarios: list[Scen
                 skipped: dict[str, str], args: argparse.Namespace) -> dict[str, list[float]]:
     """req/s at c=64 of each scenario, natively, per round (rotating order)."""
     live = [s for s in scenarios if not s.pending and s.server not in skipped]
-    servers = {s.server: Started(procs, SERVERS[s.server], tmp, upstream, "native", False)
-               for s in live}
+    servers = {s.server: Started(procs, SERVERS[s.server], tmp, upstream, "native", False,
+                                 args.redis_port) for s in live}
     broken = {key: st.ready(procs, 120) for key, st in servers.items()}
     live = [s for s in live if not broken[s.server]]
     for key, reason in broken.items():
@@ -257,7 +260,8 @@ def measure_instructions(procs: run.Procs, tmp: Path, upstream: str, hits: Path,
             mine = [s for s in scenarios if s.server == key and not s.pending]
             if key in skipped:
                 continue
-            started = Started(procs, SERVERS[key], tmp, upstream, f"run{r + 1}", True)
+            started = Started(procs, SERVERS[key], tmp, upstream, f"run{r + 1}", True,
+                              args.redis_port)
             try:
                 reason = started.ready(procs, args.start_timeout)
                 if not reason and not wait_idle(started.proc.pid):
@@ -329,12 +333,15 @@ def main() -> None:
     tmp.mkdir(parents=True)
     print(f"work dir (configs, logs, callgrind dumps): {tmp}", flush=True)
     scenarios = selected(args)
-    skipped = skips(scenarios)
-    for key, reason in skipped.items():
-        print(f"{key}: skipped: {reason}", flush=True)
     procs = run.Procs(tmp)
     hits = tmp / "upstream-hits.log"
     try:
+        wants_redis = any(SERVERS[s.server].needs_redis for s in scenarios if not s.pending)
+        redis = run.start_redis(procs, tmp) if wants_redis else None
+        args.redis_port = redis if isinstance(redis, int) else None
+        skipped = skips(scenarios, redis)
+        for key, reason in skipped.items():
+            print(f"{key}: skipped: {reason}", flush=True)
         port = run.free_port()
         (tmp / "nginx.conf").write_text(run.nginx_conf(tmp, port, run.free_port(), hits))
         nginx = procs.start("nginx", [shutil.which("nginx") or "nginx", "-p", str(tmp), "-c",

@@ -20,6 +20,7 @@ class Server:
     kind: str | None
     flags: tuple[str, ...] = ()  # extra `semproxy serve` options
     needs_accurate: bool = False  # `model: accurate` (the accurate extra and MiniLM weights)
+    needs_redis: bool = False  # a redis-server on loopback (started by the harness)
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,10 @@ SERVERS = {s.key: s for s in (
     Server("gw-local", "local"),
     Server("gw-local-nolog", "local", ("--no-access-log",)),
     Server("gw-accurate", "accurate", needs_accurate=True),
+    Server("gw-rr-limits", "rr-limits"),
+    Server("gw-rr-limits-redis", "rr-limits-redis", needs_redis=True),
+    Server("gw-rr-cache", "rr-cache"),
+    Server("gw-rr-cache-exact", "rr-cache-exact"),
 )}
 
 SCENARIOS = (
@@ -69,14 +74,22 @@ SCENARIOS = (
              "gw-accurate", "varied", share=0.5),
     Scenario("sem-acc-hit", "semantic, `model: accurate`, 8 repeated prompts", "gw-accurate",
              "small"),
+    # Spend governance (issue 25): a tokens-per-minute limit and a money budget on the
+    # round-robin route, in the embedded stores (SQLite) and on Redis.
+    Scenario("rr-limits", "round-robin x3 with a token limit and a money budget",
+             "gw-rr-limits"),
+    Scenario("rr-limits-redis", "round-robin x3, the same limits on Redis (loopback)",
+             "gw-rr-limits-redis"),
     # Slots for features that are not built yet. To fill one: add its set-up as a kind
     # of run.gateway_config and a Server above, point `server` at it and drop `pending`.
     # A response-cache hit never reaches the upstream: count that one at the client.
-    Scenario("rr-limits", "round-robin x3 with limits", "gw-rr-limits",
-             pending="slot: spend and rate limits are not built yet (issue 25)"),
     Scenario("rr-cache", "round-robin x3 with the response cache, repeated prompts",
-             "gw-rr-cache", "small", counted_at="client",
-             pending="slot: the response cache is not built yet (issue 26)"),
+             "gw-rr-cache", "small", counted_at="client"),
+    Scenario("rr-cache-miss", "round-robin x3 with the response cache, a new prompt per "
+             "request", "gw-rr-cache", "varied"),
+    Scenario("rr-cache-exact-miss", "round-robin x3 with the exact layer only, a new prompt "
+             "per request", "gw-rr-cache-exact", "varied"),
+    Scenario("rr-varied", "round-robin x3, a new prompt per request", "gw-rr", "varied"),
 )
 
 
@@ -168,6 +181,17 @@ def comparisons(results: Results) -> list[str]:
         if any(math.isfinite(v) for v in per_run):
             lines.append(f"- {name} x Chat Completions on the same route (instructions per "
                          f"request, per run): {_join([num(v) for v in per_run])}")
+    for key, name in (("rr-limits", "a token limit and a money budget (embedded)"),
+                      ("rr-limits-redis", "the same limits on Redis")):
+        per_run = ratios(results.get(key, []), results.get("rr", []))
+        added = [a.per_request - b.per_request
+                 for a, b in zip(results.get(key, []), results.get("rr", []), strict=False)
+                 if isinstance(a, Measured) and isinstance(b, Measured)]
+        if added:
+            lines.append(f"- {name} on the round-robin route, against the same route "
+                         f"without (instructions per request, per run): "
+                         f"{_join([num(v) for v in per_run])}x, "
+                         f"{_join([kilo(v) for v in added])} added")
     for off, on in (("rr-nolog", "rr"), ("sem-miss-nolog", "sem-miss")):
         saved = [b.per_request - a.per_request
                  for a, b in zip(results.get(off, []), results.get(on, []), strict=False)

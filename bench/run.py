@@ -33,6 +33,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -344,8 +345,36 @@ def instance(name: str, endpoint: str, examples: list[str] | None = None,
     return inst
 
 
-def gateway_config(port: int, kind: str, mock: str, py_mock: str) -> dict:
-    if kind in ("rr", "rr2"):
+# Spend governance on the round-robin route (issue 25): a tokens-per-minute limit and a
+# monthly money budget, both far above what a run uses (nothing is refused), priced
+# instances, and a route default for max_tokens (the bench's Chat bodies send none).
+LIMITS = {"default_max_tokens": 256,
+          "limits": [{"total_tokens": 10**12, "window": "minute"},
+                     {"money": 10**6, "window": "month"}]}
+PRICING = {"input": 2.5, "output": 10.0}
+
+
+def limits_plugin(kind: str, redis_port: int | None) -> dict:
+    """`ai-rate-limiting` of the rr-limits kinds: the embedded default (per-host counters
+    and the budget in a SQLite file in the server's working directory) or Redis."""
+    if kind == "rr-limits":
+        return dict(LIMITS)
+    if redis_port is None:
+        raise ValueError("rr-limits-redis needs a redis-server port")
+    return {**LIMITS, "policy": "redis", "redis_host": "127.0.0.1", "redis_port": redis_port}
+
+
+def gateway_config(port: int, kind: str, mock: str, py_mock: str,
+                   redis_port: int | None = None) -> dict:
+    if kind in ("rr-limits", "rr-limits-redis"):
+        plugin = {"balancer": {"algorithm": "roundrobin"},
+                  "instances": [{**instance(n, mock), "pricing": PRICING}
+                                for n in ("a", "b", "c")]}
+        return {"listen": f"127.0.0.1:{port}",
+                "routes": [{"id": kind, "uri": "/v1/*",
+                            "plugins": {"ai-proxy-multi": plugin,
+                                        "ai-rate-limiting": limits_plugin(kind, redis_port)}}]}
+    if kind in ("rr", "rr2", "rr-cache", "rr-cache-exact"):
         plugin = {"balancer": {"algorithm": "roundrobin"},
                   "instances": [instance(n, mock) for n in ("a", "b", "c")]}
     elif kind == "rr-shadow":
@@ -372,9 +401,38 @@ def gateway_config(port: int, kind: str, mock: str, py_mock: str) -> dict:
                   "embeddings": embeddings,
                   "instances": [instance(n, mock, ex) for n, ex in EXAMPLES.items()]
                   + [instance("default", mock, catchall=True)]}
+    plugins: dict = {"ai-proxy-multi": plugin}
+    if kind == "rr-cache":  # the response cache, both layers, in process
+        plugins["ai-cache"] = {"layers": ["exact", "semantic"]}
+    elif kind == "rr-cache-exact":  # APISIX's default: the exact layer only
+        plugins["ai-cache"] = {}
     return {"listen": f"127.0.0.1:{port}",
             "routes": [{"id": kind, "uri": "/v1/*" if kind == "rr" else "/v1/chat/completions",
-                        "plugins": {"ai-proxy-multi": plugin}}]}
+                        "plugins": plugins}]}
+
+
+def start_redis(procs: Procs, tmp: Path) -> int | str:
+    """A redis-server on a free loopback port for the Redis scenarios: its port, or why
+    there is none (not installed: apt-get install redis-server)."""
+    server = shutil.which("redis-server")
+    if server is None:
+        return "redis-server not installed (apt-get install redis-server)"
+    port = free_port()
+    proc = procs.start("redis", [server, "--bind", "127.0.0.1", "--port", str(port),
+                                 "--dir", str(tmp), "--save", "", "--appendonly", "no"])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
+                sock.sendall(b"PING\r\n")
+                if sock.recv(16).startswith(b"+PONG"):
+                    return port
+        except OSError:
+            pass
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    return f"redis-server did not start ({procs.log_tail('redis', 3)[-200:]})"
 
 
 def gateway_importable() -> str:
@@ -597,7 +655,10 @@ def run_all(args, procs: Procs, tmp: Path, rounds: int, duration: float, warm: f
     why_not = gateway_importable()
     gw_kinds = {"gw-rr": "rr", "gw-local": "local", "gw-remote": "remote",
                 "gw-rr2": "rr2", "gw-stream": "stream", "gw-accurate": "accurate",
-                "gw-rr-shadow": "rr-shadow"}
+                "gw-rr-shadow": "rr-shadow", "gw-rr-limits": "rr-limits",
+                "gw-rr-limits-redis": "rr-limits-redis", "gw-rr-cache": "rr-cache",
+                "gw-rr-cache-exact": "rr-cache-exact"}
+    redis = start_redis(procs, tmp)
     for name, kind in gw_kinds.items():
         port = free_port()
         t = Target(name, f"http://127.0.0.1:{port}{chat}")
@@ -605,9 +666,13 @@ def run_all(args, procs: Procs, tmp: Path, rounds: int, duration: float, warm: f
         if why_not:
             t.skip = f"skipped: gateway not runnable ({why_not})"
             continue
+        if kind == "rr-limits-redis" and isinstance(redis, str):
+            t.skip = f"skipped: {redis}"
+            continue
         cfg = tmp / f"{name}.yaml"  # JSON is valid YAML
-        cfg.write_bytes(orjson.dumps(gateway_config(port, kind, mock, py_mock),
-                                     option=orjson.OPT_INDENT_2))
+        cfg.write_bytes(orjson.dumps(gateway_config(
+            port, kind, mock, py_mock, redis if isinstance(redis, int) else None),
+            option=orjson.OPT_INDENT_2))
         argv = [PY, "-m", "semproxy", "serve", "--config", str(cfg),
                 "--listen", f"127.0.0.1:{port}"]
         if kind == "rr2":
@@ -652,6 +717,17 @@ def run_all(args, procs: Procs, tmp: Path, rounds: int, duration: float, warm: f
         Scenario("rr2", "6 semproxy roundrobin, --workers 2", "gw-rr2"),
         Scenario("rr-shadow", "7 roundrobin x3 with a shadow semantic table, varied prompts",
                  "gw-rr-shadow", "varied"),
+        Scenario("rr-limits", "8 roundrobin x3, a token limit and a money budget (embedded: "
+                 "SQLite)", "gw-rr-limits"),
+        Scenario("rr-limits-redis", "8r the same limits on Redis (loopback)",
+                 "gw-rr-limits-redis"),
+        Scenario("rr-varied", "3v semproxy roundrobin x3, varied prompts", "gw-rr", "varied"),
+        Scenario("cache-hit", "8a roundrobin x3 + response cache, 8 prompts (hits)",
+                 "gw-rr-cache", "small"),
+        Scenario("cache-miss", "8b roundrobin x3 + response cache, varied prompts (misses)",
+                 "gw-rr-cache", "varied"),
+        Scenario("cache-miss-exact", "8c same, exact layer only (APISIX default), varied "
+                 "prompts (misses)", "gw-rr-cache-exact", "varied"),
     ]
     for s in scenarios:
         s.skip = targets[s.target].skip
@@ -706,6 +782,25 @@ def run_all(args, procs: Procs, tmp: Path, rounds: int, duration: float, warm: f
             "stream_skip": targets["gw-stream"].skip}
 
 
+def cache_lines(by_key: dict, per_round: Callable[..., dict[int, float]]) -> list[str]:
+    """The response cache's two targets: a hit >= 1.5x the relay's req/s, a miss >= 0.9x
+    the same route without the cache (medians of per-round ratios, n rounds)."""
+    out = []
+    for key, ref_key, target in (("cache-hit", "relay", 1.5), ("cache-miss", "rr-varied", 0.9),
+                                 ("cache-miss-exact", "rr-varied", 0.9)):
+        s, ref = by_key.get(key), by_key.get(ref_key)
+        if s is None or s.skip or ref is None or ref.skip:
+            continue
+        for conc in (64, 1):
+            mine, base = per_round(s, conc, "rps"), per_round(ref, conc, "rps")
+            found = [mine[k] / base[k] for k in mine if base.get(k)]
+            if found:
+                out.append(f"\n{s.label}: req/s c={conc} {fmt(median(found), 2)}x {ref.label} "
+                           f"(median of {len(found)} per-round ratios, each "
+                           f"{', '.join(fmt(v, 2) for v in found)}; target >= {target})")
+    return out
+
+
 def run_micro(quick: bool) -> str:
     """The two in-process benchmarks: a routing decision alone, and the cost of each part of
     semproxy's own request path (`request_costs.py`)."""
@@ -725,6 +820,31 @@ def run_micro(quick: bool) -> str:
             continue
         parts.append(res.stdout)
     return "\n\n".join(p.strip() for p in parts)
+
+
+# Issue 25's targets for limits on the round-robin route, against the same route without.
+LIMIT_TARGETS = {"rr-limits": 0.95, "rr-limits-redis": 0.85}
+ADDED_P50_MS = 0.3
+
+
+def limits_comparison(by_key: dict, per_round) -> list[str]:
+    """req/s at c=64 and p50 at c=1 of the limited routes against plain round-robin, as
+    medians of per-round ratios and differences (rounds alternate, so noise cancels)."""
+    rr = by_key.get("rr")
+    lines = []
+    for key, target in LIMIT_TARGETS.items():
+        s = by_key.get(key)
+        if s is None or s.skip or rr is None or rr.skip:
+            continue
+        mine, ref = per_round(s, 64, "rps"), per_round(rr, 64, "rps")
+        ratios = [mine[k] / ref[k] for k in mine if ref.get(k)]
+        p50, p50_ref = per_round(s, 1, "p50_us"), per_round(rr, 1, "p50_us")
+        added = [(p50[k] - p50_ref[k]) / 1000 for k in p50 if k in p50_ref]
+        lines.append(f"\n{s.label}: req/s c=64 {fmt(median(ratios), 2)}x round-robin without "
+                     f"limits (median of {len(ratios)} per-round ratios; target >= {target}); "
+                     f"p50 at c=1 {fmt(median(added), 3)} ms added (median of {len(added)} "
+                     f"per-round differences; target <= {ADDED_P50_MS} ms)")
+    return lines
 
 
 def write_report(path: Path, rep: dict, micro: str, command: str, started_at: str,
@@ -787,6 +907,8 @@ def write_report(path: Path, rep: dict, micro: str, command: str, started_at: st
         lines.append(f"\n{s.label}: req/s c=64 {fmt(median(ratios), 2)}x Chat Completions "
                      f"on the same route (median of {len(ratios)} per-round ratios; "
                      f"target >= 0.85)")
+    lines += limits_comparison(by_key, per_round)
+    lines += cache_lines(by_key, per_round)
     direct = by_key["direct"]
     floor = median([r["rps"] for r in direct.runs.get(64, [])])
     others = [median([r["rps"] for r in s.runs.get(64, [])]) for s in scenarios

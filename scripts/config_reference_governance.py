@@ -15,6 +15,8 @@ GOVERNANCE_SECTIONS: dict[str, tuple[str, str]] = {
     "ConsumerGroupPlugins": ("The group's plugins.", "该组的插件。"),
     "Governance": ("Where budgets and spend are stored.", "预算与花费的存放位置。"),
     "LedgerRedis": ("The Redis of the spend ledger.", "花费账本所用的 Redis。"),
+    "BudgetRouting": ("Budget-aware semantic routing: dear picks kept only when strong.",
+                      "预算感知的语义路由：昂贵的选择只在匹配足够强时保留。"),
 }
 
 _F = {
@@ -109,6 +111,16 @@ _F = {
                                             "存储错误日志的最小间隔秒数。"),
     "Governance.store_retry_after": ("Seconds a failed store is not asked.",
                                      "出错的存储暂停访问的秒数。"),
+    "Balancer.budget_routing": ("As a consumer's money budget crosses its tiers, a semantic "
+                                "pick that is not the cheapest keeps a prompt only when its "
+                                "score clears the threshold by a margin (governance.md).",
+                                "consumer 的金额预算越过档位后，非最便宜的语义选择只有在分数"
+                                "超出阈值一定余量时才保留该提示词（见 governance.md）。"),
+    "BudgetRouting.keep_margin": ("Margin per tier (tier 1 first; the last for further "
+                                  "tiers).", "每个档位的余量（从第 1 档起；更高档位用最后一个）。"),
+    "BudgetRouting.input_share": ("Share of the input price in the blended price that ranks "
+                                  "instances by cost.", "按成本排序实例时，混合价格中输入价格"
+                                  "所占比例。"),
     "LedgerRedis.host": ("Host.", "主机。"),
     "LedgerRedis.port": ("Port.", "端口。"),
     "LedgerRedis.username": ("User name.", "用户名。"),

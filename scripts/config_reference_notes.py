@@ -35,6 +35,13 @@ NOTES: dict[str, tuple[str, str]] = {
     "Admin.allow_no_key_on_loopback": ("Start without `key` when `listen` is a loopback "
                                        "address.",
                                        "当 `listen` 是回环地址时，允许不设 `key` 启动。"),
+    "Admin.allow_env": ("Environment variables that credentials sent over the admin API "
+                        "may name (`${NAME}`, `$env://NAME`). Empty: admin writes may keep "
+                        "the references the file has where it has them, and name no other "
+                        "variable.",
+                        "通过管理 API 写入的凭据可以引用的环境变量（`${NAME}`、"
+                        "`$env://NAME`）。为空时，管理写入只能在文件原有的位置保留文件中"
+                        "已有的引用，不能引用其他任何变量。"),
     # Route
     "Route.id": ("Unique id; used in metrics, logs and admin URLs.",
                  "唯一 id，用于指标、日志和管理 API 的 URL。"),
@@ -437,6 +444,8 @@ NOTES: dict[str, tuple[str, str]] = {
                         "密钥；加载后只保留其 sha256。"),
 }
 
+from config_reference_cache import CACHE_NOTES  # noqa: E402
 from config_reference_governance import GOVERNANCE_NOTES  # noqa: E402
 
 NOTES.update(GOVERNANCE_NOTES)
+NOTES.update(CACHE_NOTES)

@@ -360,19 +360,32 @@ def default_text(field: FieldInfo, lang: Lang) -> str:
 # --------------------------------------------------------------- rendering
 
 
+def _children(path: str, model: type[BaseModel]) -> Iterator[tuple[str, type[BaseModel]]]:
+    for name, field in model.model_fields.items():
+        key = field.alias or name
+        for child, suffix in models_in(field.annotation):
+            yield (f"{path}.{key}{suffix}" if path else f"{key}{suffix}"), child
+
+
 def sections() -> list[tuple[str, type[BaseModel]]]:
-    """(path, model) for every object, depth first, each model at its first path."""
+    """(path, model) for every object, depth first, each model documented once.
+
+    A model's fields are claimed before any of them is entered, so a model that a
+    section holds directly is documented there rather than deeper in a sibling:
+    the route's `embeddings` in the route's section, not under `balancer.shadow`.
+    """
     found: list[tuple[str, type[BaseModel]]] = []
-    seen: set[type] = set()
+    claimed: set[type] = {schema.Root}
 
     def visit(path: str, model: type[BaseModel]) -> None:
-        seen.add(model)
         found.append((path, model))
-        for name, field in model.model_fields.items():
-            for child, suffix in models_in(field.annotation):
-                if child not in seen:
-                    key = field.alias or name
-                    visit(f"{path}.{key}{suffix}" if path else f"{key}{suffix}", child)
+        mine = [(p, c) for p, c in _children(path, model) if c not in claimed]
+        claimed.update(c for _, c in mine)
+        done: set[type] = set()
+        for child_path, child in mine:
+            if child not in done:
+                done.add(child)
+                visit(child_path, child)
 
     visit("", schema.Root)
     return found
@@ -391,9 +404,11 @@ def note(model: type[BaseModel], name: str, field: FieldInfo, lang: Lang) -> str
 
 
 def intro(model: type[BaseModel], lang: Lang) -> str:
+    from config_reference_cache import CACHE_SECTIONS
     from config_reference_governance import GOVERNANCE_SECTIONS
 
     SECTIONS.update(GOVERNANCE_SECTIONS)
+    SECTIONS.update(CACHE_SECTIONS)
     doc = model.__dict__.get("__doc__")
     if lang == "en" and doc:
         return " ".join(doc.strip().split("\n\n")[0].split())

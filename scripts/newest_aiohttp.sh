@@ -13,9 +13,13 @@ VENV=.venv-aiohttp
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 grep -v -E '^(aiohttp|multidict|yarl|propcache|aiosignal|frozenlist|aiohappyeyeballs|attrs)==' \
     constraints.txt > "$VENV/constraints.txt"
+# semproxy's runtime dependencies as pyproject.toml lists them (so a new one is never
+# missing here), aiohttp aside, plus the test runner.
+mapfile -t DEPS < <("$PY" -c 'import tomllib
+for d in tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]:
+    if not d.startswith("aiohttp"): print(d)')
 "$VENV/bin/python" -m pip install -q -c "$VENV/constraints.txt" \
-    uvloop orjson numpy pydantic prometheus-client pyyaml wordllama \
-    pytest pytest-asyncio hypothesis
+    "${DEPS[@]}" pytest pytest-asyncio hypothesis
 "$VENV/bin/python" -m pip install -q --upgrade aiohttp
 echo "aiohttp $("$VENV/bin/python" -c 'import aiohttp; print(aiohttp.__version__)')" \
      "(pinned: $(grep '^aiohttp==' constraints.txt | cut -d= -f3))"

@@ -8,11 +8,11 @@ import functools
 import logging
 import sys
 from importlib.metadata import PackageNotFoundError, version
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import orjson
 
-from semproxy.config.loader import load_file, parse_document
+from semproxy.config.loader import load_data, load_file, parse_document
 from semproxy.config.source import ConfigSource, EtcdSource, FileSource, SourceError
 from semproxy.errors import ConfigError, GatewayError
 from semproxy.observability.logging import setup_logging
@@ -38,6 +38,16 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
     return value
 
 
@@ -87,18 +97,47 @@ def _validate(args: argparse.Namespace) -> int:
 def _spend(args: argparse.Namespace) -> int:
     from semproxy.governance.spend_command import run_spend
 
-    return run_spend(load_file(args.config).governance, args.by, args.period, args.consumer)
+    if bool(args.config) == bool(args.etcd):
+        raise UsageError("give exactly one of CONFIG and --etcd URL")
+    if args.config:  # reading spend needs no upstream secrets
+        config = load_file(args.config, allow_unset=True)
+    else:
+        config = load_data(asyncio.run(_etcd_document(args.etcd, args.prefix)),
+                           allow_unset=True)
+    return run_spend(config.governance, args.by, args.period, args.consumer, args.ago,
+                     args.json)
+
+
+async def _etcd_document(endpoint: str, prefix: str) -> dict[str, Any]:
+    source = EtcdSource(endpoint, prefix)
+    try:
+        return await source.document()
+    finally:
+        await source.aclose()
 
 
 def _explain(args: argparse.Namespace) -> int:
     from semproxy.quality.commands import tool_config
     from semproxy.runtime.compile import explain
     from semproxy.semantic.explain import render
+    from semproxy.server.cache_admin import explain_offline, render_cache
 
     config = tool_config(args.config)
-    result = asyncio.run(explain(config, args.route, args.prompt))
-    print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() if args.json
-          else render(result))
+    spec = next((r for r in config.routes if r.id == args.route), None)
+    if spec is None or spec.cache is None:  # routing only (or the error that says why not)
+        result = asyncio.run(explain(config, args.route, args.prompt))
+    else:
+        result = asyncio.run(explain(config, args.route, args.prompt)) if spec.semantic \
+            else {"route": spec.id}
+        result["cache"] = asyncio.run(explain_offline(config, spec.id, args.prompt,
+                                                      result.get("pick")))
+    if args.json:
+        print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
+        return 0
+    lines = [render(result)] if "pick" in result else [f"route {result['route']}"]
+    if "cache" in result:
+        lines.append(render_cache(result["cache"]))
+    print("\n".join(lines))
     return 0
 
 
@@ -157,20 +196,30 @@ def parser() -> argparse.ArgumentParser:
     validate = sub.add_parser("validate", help="check a config file")
     validate.add_argument("config", help="config file (YAML or JSON)")
     validate.set_defaults(func=_validate)
-    explain = sub.add_parser("explain", help="score a prompt against a semantic route")
+    explain = sub.add_parser("explain", help="score a prompt against a semantic route, and say "
+                             "what its response cache would do with it")
     explain.add_argument("--config", required=True, help="config file (YAML or JSON)")
     explain.add_argument("--route", required=True, help="id of a semantic route in it")
     explain.add_argument("--json", action="store_true", help="print the result as JSON")
     explain.add_argument("prompt", help="the user message to score")
     explain.set_defaults(func=_explain)
     spend = sub.add_parser("spend", help="spend and remaining budgets (SQLite file or Redis)")
-    spend.add_argument("config", help="config file (YAML or JSON)")
+    spend.add_argument("config", nargs="?", help="config file (YAML or JSON)")
+    spend.add_argument("--etcd", help="read the config from etcd instead, e.g. "
+                                      "http://127.0.0.1:2379")
+    spend.add_argument("--prefix", default="/semproxy", help="etcd key prefix (default /semproxy)")
     spend.add_argument("--by", default="consumer",
                        choices=["consumer", "group", "route", "instance", "end_user"],
                        help="sum spend per this (default consumer)")
-    spend.add_argument("--period", default="month", choices=["day", "month", "all"],
-                       help="the current UTC day or month, or all (default month)")
-    spend.add_argument("--consumer", help="also show this consumer's remaining allowance")
+    spend.add_argument("--period", default="month",
+                       choices=["minute", "hour", "day", "week", "month", "all"],
+                       help="a UTC calendar period (weeks start on Monday), or all "
+                            "(default month)")
+    spend.add_argument("--ago", type=non_negative_int, default=0,
+                       help="that many periods before the current one (1: the last month)")
+    spend.add_argument("--consumer", help="also show every limit of this consumer: used, "
+                                          "left and when it resets")
+    spend.add_argument("--json", action="store_true", help="print JSON (the admin API's shape)")
     spend.set_defaults(func=_spend)
     config = sub.add_parser("config", help="config storage commands")
     config_sub = config.add_subparsers(dest="config_command", required=True, metavar="COMMAND")

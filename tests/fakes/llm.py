@@ -14,6 +14,8 @@ Steering words (anywhere in the last user message's text):
 
 A POST to a path ending in ``/completions`` but not ``/chat/completions`` is a legacy
 text completion: answered as ``text_completion`` (whole, or streamed when asked).
+* ``filter``        end the answer with finish_reason ``content_filter``
+* ``errorevent:K``  after K content chunks send an error event, then ``[DONE]``
 """
 
 from __future__ import annotations
@@ -30,10 +32,11 @@ from aiohttp import web
 
 from .common import FakeServer, RecordedRequest, json_response
 
-_INT_WORDS = ("status", "slow", "chunks", "interval", "breakstream")
+_INT_WORDS = ("status", "slow", "chunks", "interval", "breakstream", "errorevent")
 _INT_RE = re.compile(r"\b(" + "|".join(_INT_WORDS) + r"):(\d+)\b")
 _HANG_RE = re.compile(r"\bhang\b")
 _GARBAGE_RE = re.compile(r"\bgarbage\b")
+_FILTER_RE = re.compile(r"\bfilter\b")
 _TOOL_RE = re.compile(r"\btool:(\w+)")
 
 
@@ -47,6 +50,8 @@ class Steering:
     interval_ms: int = 0
     break_after: int | None = None
     tool: str | None = None
+    filtered: bool = False
+    error_after: int | None = None
 
     @classmethod
     def parse(cls, text: str) -> Steering:
@@ -60,6 +65,8 @@ class Steering:
             interval_ms=found.get("interval", 0),
             break_after=found.get("breakstream"),
             tool=(m.group(1) if (m := _TOOL_RE.search(text)) else None),
+            filtered=bool(_FILTER_RE.search(text)),
+            error_after=found.get("errorevent"),
         )
 
 
@@ -182,7 +189,7 @@ class FakeLLM(FakeServer):
                     {
                         "index": 0,
                         "message": {"role": "assistant", "content": reply},
-                        "finish_reason": "stop",
+                        "finish_reason": "content_filter" if steer.filtered else "stop",
                     }
                 ],
                 "usage": usage,
@@ -229,12 +236,18 @@ class FakeLLM(FakeServer):
             for i, piece in enumerate(pieces):
                 if steer.break_after is not None and i >= steer.break_after:
                     return self._abort(request, resp)
+                if steer.error_after is not None and i >= steer.error_after:
+                    await resp.write(b"data: " + orjson.dumps(
+                        {"error": {"message": "overloaded", "type": "server_error"}}) + b"\n\n")
+                    await resp.write(b"data: [DONE]\n\n")
+                    await resp.write_eof()
+                    return resp
                 if i and steer.interval_ms and not await self.sleep(steer.interval_ms / 1000):
                     return self._abort(request, resp)
                 await resp.write(event({"content": piece}))
             if steer.break_after is not None and steer.break_after >= len(pieces):
                 return self._abort(request, resp)
-            await resp.write(event({}, "stop"))
+            await resp.write(event({}, "content_filter" if steer.filtered else "stop"))
             if usage is not None:
                 await resp.write(event(None, usage=usage))
             await resp.write(b"data: [DONE]\n\n")

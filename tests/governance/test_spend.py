@@ -42,5 +42,5 @@ def test_semproxy_spend_prints_the_ledger(tmp_path: Path, capsys: pytest.Capture
     path.write_text(yaml.safe_dump(doc(tmp_path)))
     assert main(["spend", str(path), "--by", "group", "--consumer", "alice"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0].split()[:2] == ["group", "requests"]
-    assert "0 of 1.0 money used" in out
+    assert out.splitlines()[2].split()[:2] == ["group", "requests"]
+    assert "0.00 of 1.00 used" in out

@@ -166,3 +166,59 @@ async def test_keyless_admin_on_loopback_when_allowed(
         "listen": "127.0.0.1:0", "allow_no_key_on_loopback": True}})
     status, _ = await call(http, "GET", served.admin + "/admin/routes", headers={})
     assert status == 200
+
+
+async def test_an_unknown_admin_path_is_a_typed_404_and_a_wrong_method_a_405(
+    served: Served, http: aiohttp.ClientSession,
+) -> None:
+    status, body = await call(http, "GET", served.admin + "/admin/nope")
+    assert status == 404 and body["error"]["code"] == "not_found", body
+    assert body["error"]["type"] == "invalid_request_error"
+    async with http.patch(served.admin + "/admin/routes/r1", headers=KEY) as resp:
+        assert resp.status == 405 and "PUT" in resp.headers["Allow"]
+        assert (await resp.json())["error"]["code"] == "method_not_allowed"
+
+
+async def test_one_route_can_be_read(served: Served, http: aiohttp.ClientSession) -> None:
+    status, body = await call(http, "GET", served.admin + "/admin/routes/r1")
+    assert status == 200, body
+    assert body["version"] == served.running.gateway.table.version
+    assert body["route"] == {"id": "r1", "uri": "/v1/chat/completions",
+                             "algorithm": "roundrobin", "instances": ["a"],
+                             "health": {"a": "healthy"}}
+    inst = body["config"]["plugins"]["ai-proxy-multi"]["instances"][0]
+    assert inst["auth"]["header"] == {"Authorization": "******"}
+    status, body = await call(http, "GET", served.admin + "/admin/routes/nope")
+    assert status == 404 and body["error"]["code"] == "not_found"
+
+
+async def test_reload_reports_what_this_reload_did(
+    served: Served, http: aiohttp.ClientSession, llms: tuple[FakeLLM, FakeLLM],
+) -> None:
+    good = with_admin(route_config([instance("b", llms[1].url)]))
+    served.rewrite(with_admin(route_config([instance("b", llms[1].url, weight=-1)])))
+    for _ in range(2):  # rejected twice: once per reload, not a growing total
+        status, body = await call(http, "POST", served.admin + "/admin/reload")
+        assert status == 400 and (body["applied"], body["failed"]) == (0, 1)
+    served.rewrite(good)
+    status, body = await call(http, "POST", served.admin + "/admin/reload")
+    assert status == 200 and (body["applied"], body["failed"], body["errors"]) == (1, 0, [])
+    status, body = await call(http, "POST", served.admin + "/admin/reload")  # unchanged
+    assert status == 200 and (body["applied"], body["failed"], body["errors"]) == (0, 0, [])
+
+
+async def test_a_route_that_takes_paths_from_another_is_warned_about(
+    serve_file: ServeFactory, http: aiohttp.ClientSession, llms: tuple[FakeLLM, FakeLLM],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    served = await serve_file(with_admin(route_config([instance("a", llms[0].url)],
+                                                      uri="/v1/*", route_id="auto")))
+    route = {"uri": "/v1/chat/*", "plugins": {"ai-proxy-multi": {
+        "instances": [instance("b", llms[1].url)]}}}
+    status, body = await call(http, "PUT", served.admin + "/admin/routes/chat", route)
+    assert status == 200 and body["applied"] is True
+    warning = ("routes[1].uri: takes every path under /v1/chat/ from routes[0] (id auto, uri "
+               "/v1/*), which no longer sees those requests")
+    assert any(w.startswith(warning) for w in body["warnings"]), body["warnings"]
+    assert any(warning in r.getMessage() for r in caplog.records
+               if r.name == "semproxy.config")

@@ -167,10 +167,19 @@ async def test_a_put_cannot_read_the_environment_outside_credentials(
         assert "env-s3cret-value" not in await resp.text()
 
 
+@pytest.fixture
+async def served_allowing(serve_file: ServeFactory, llm: FakeLLM) -> Served:
+    """A gateway whose operator lets admin writes name UPSTREAM_KEY_FOR_X."""
+    config = with_admin(route_config([instance("a", llm.url)]))
+    config["admin"]["allow_env"] = ["UPSTREAM_KEY_FOR_X"]
+    return await serve_file(config)
+
+
 async def test_a_put_fills_in_a_variable_where_a_credential_goes_and_never_echoes_it(
-    served_plain: Served, http: aiohttp.ClientSession, llm: FakeLLM,
+    served_allowing: Served, http: aiohttp.ClientSession, llm: FakeLLM,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    served_plain = served_allowing  # admin.allow_env names the variable
     monkeypatch.setenv("UPSTREAM_KEY_FOR_X", "env-s3cret-value")
     route = route_config([instance("x", llm.url, auth={
         "header": {"Authorization": "Bearer ${UPSTREAM_KEY_FOR_X}"}})], uri="/v1/x")["routes"][0]

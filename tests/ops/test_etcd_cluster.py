@@ -193,3 +193,28 @@ async def test_a_compacted_history_makes_the_source_reload_everything(
         await changes.aclose()
     finally:
         await source.aclose()
+
+
+async def test_concurrent_admin_writes_on_two_replicas_are_all_kept(
+    etcd: EtcdServer, replicas: Callable[[str, int], Awaitable[list[Replica]]],
+    http: aiohttp.ClientSession, tmp_path: Path,
+) -> None:
+    prefix = f"/semproxy-{uuid.uuid4().hex[:8]}"
+    async with FakeLLM("a") as a:
+        await push(etcd, prefix, cluster_config(a), tmp_path)
+        both = await replicas(prefix, 2)
+
+        async def put(i: int) -> int:
+            route = {"uri": f"/v1/r{i}", "plugins": {"ai-proxy-multi": {
+                "instances": [instance("a", a.url)]}}}
+            async with http.put(f"{both[i % 2].admin}/admin/routes/r{i}", json=route,
+                                headers={"X-API-KEY": ADMIN_KEY}) as resp:
+                return resp.status
+
+        assert await asyncio.gather(*(put(i) for i in range(16))) == [200] * 16
+    client = EtcdClient(etcd.url)
+    try:
+        kvs, _ = await client.range_prefix(f"{prefix}/routes/")
+    finally:
+        await client.aclose()
+    assert sorted(kv.key.rsplit("/", 1)[1] for kv in kvs) == sorted(f"r{i}" for i in range(16))

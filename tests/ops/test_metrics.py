@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -10,7 +11,7 @@ import pytest
 from tests.conftest import chat, instance, route_config
 from tests.fakes import FakeAnthropic, FakeEmbeddings, FakeLLM
 
-from .conftest import ServeFactory, sample, scrape, with_admin
+from .conftest import ADMIN_KEY, ROOT, ServeFactory, parse_metrics, sample, scrape, with_admin
 
 CHAT = "/v1/chat/completions"
 @pytest.fixture
@@ -165,3 +166,38 @@ async def test_decision_cache_hits_add_no_embedding_duration(
     m = await scrape(http, served.admin)
     assert sample(m, "semproxy_semantic_decision_cache_total", route="sem", result="hit") == 2
     assert sample(m, "semproxy_embedding_duration_seconds_count", route="sem") == 1
+
+
+def documented_metrics(page: str) -> dict[str, set[str]]:
+    """The metrics tables of an operations page and of the feature pages its table
+    points to for a family (`semproxy_cache_*`: cache.md): name -> label names."""
+    pages = [page, page.replace("operations.md", "cache.md")]
+    found: dict[str, set[str]] = {}
+    for path in pages:
+        text = (ROOT / path).read_text(encoding="utf-8")
+        rows = re.findall(r"^\| ((?:`semproxy_[a-z_]+`(?:, |、)?)+) \| [a-z]+ \|"
+                          r"\s*([a-z_, ]*?)\s*\|", text, re.M)
+        for names, labels in rows:
+            for name in re.findall(r"`(semproxy_[a-z_]+)`", names):
+                found[name] = {label.strip() for label in labels.split(",") if label.strip()}
+    return found
+
+
+@pytest.mark.parametrize("page", ["docs/en/operations.md", "docs/zh/operations.md"])
+async def test_every_metric_and_label_the_gateway_exports_is_documented(
+    serve_file: ServeFactory, http: aiohttp.ClientSession, page: str,
+) -> None:
+    served = await serve_file(with_admin(route_config([instance("echo")])))
+    async with http.post(served.url + CHAT, json=chat("hi")) as resp:
+        assert resp.status == 200
+    async with http.get(f"{served.admin}/metrics", headers={"X-API-KEY": ADMIN_KEY}) as resp:
+        exposition = await resp.text()
+    documented = documented_metrics(page)
+    # A counter's `_created` twin is prometheus_client's, not a metric of its own.
+    exported = {name for name in re.findall(r"^# HELP (semproxy_[a-z_]+) ", exposition, re.M)
+                if not name.endswith("_created")}
+    assert exported - set(documented) == set()
+    for (name, labels), _ in parse_metrics(exposition).items():
+        family = re.sub(r"_(bucket|count|sum)$", "", name)
+        if family in documented:
+            assert {k for k, _ in labels} - {"le"} <= documented[family], (name, labels)

@@ -34,7 +34,7 @@ def admin(gw: RunningGateway, path: str) -> str:
 
 
 @pytest.mark.parametrize(("method", "path"), [
-    ("GET", "/admin/decisions"), ("GET", "/admin/decisions/stream"),
+    ("GET", "/admin/decisions"), ("GET", "/admin/decisions/stream"), ("GET", "/admin/cache/shadow"),
     ("POST", "/admin/routes/auto/eval"), ("POST", "/admin/routes/auto/calibrate"),
 ])
 async def test_data_endpoints_refuse_a_missing_or_wrong_key(
@@ -60,6 +60,17 @@ async def test_the_page_loads_without_the_key_and_carries_no_data(
         assert "X-API-KEY" in await resp.text()
     async with http.get(admin(gw, "/ui/nothing.js")) as resp:
         assert resp.status in (401, 404)
+
+
+async def test_the_spend_tab_s_script_is_a_page_file(
+    gw: RunningGateway, http: aiohttp.ClientSession
+) -> None:
+    async with http.get(admin(gw, "/ui/spend.js")) as resp:
+        assert resp.status == 200 and resp.content_type == "text/javascript"
+        assert "default-src 'self'" in resp.headers["Content-Security-Policy"]
+        assert "/admin/spend/series" in await resp.text()
+    async with http.get(admin(gw, "/ui/")) as resp:
+        assert '<script src="spend.js" defer></script>' in await resp.text()
 
 
 async def test_eval_returns_the_confusion_matrix_of_semproxy_eval(

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import orjson
 import pytest
 from tests.server.playground_env import ADMIN_KEY, LABELLED, quickstart_file, start_playground
@@ -26,7 +27,7 @@ from semproxy.config.source import FileSource
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -215,8 +216,6 @@ async def logged(tmp_path: Path) -> Any:
 
 
 def add_from_live(driver: WebDriver, gw: RunningGateway) -> str:
-    from selenium.webdriver.support.ui import Select
-
     open_with_key(driver, gw)
     driver.find_element(By.CSS_SELECTOR, "[data-tab=live]").click()
     wait(driver, lambda d: "connected:" in d.find_element(By.ID, "live-status").text)
@@ -313,3 +312,100 @@ async def test_no_scores_stay_on_screen_after_forget_or_a_refused_key(
     seen = await asyncio.to_thread(scores_after, browser, gw, action)
     cleared = {"pick": "-", "bars": 0, "routes": 0}
     assert seen == {"at_once": cleared, "after_typing": cleared}
+
+
+@pytest.fixture
+async def shadow_gw(tmp_path: Path) -> Any:
+    """The quickstart with its route's response cache in shadow mode."""
+    path = quickstart_file(tmp_path)
+    cache = "      ai-cache: {layers: [exact, semantic], mode: shadow}\n"
+    text = path.read_text(encoding="utf-8").replace("    plugins:\n", "    plugins:\n" + cache)
+    path.write_text(text, encoding="utf-8")
+    running = await start(load_file(path), "127.0.0.1:0", source=FileSource(path))
+    yield running
+    await running.close()
+
+
+def cache_tab(driver: WebDriver, gw: RunningGateway) -> dict[str, Any]:
+    open_with_key(driver, gw)
+    driver.find_element(By.CSS_SELECTOR, "[data-tab=cache]").click()
+    wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#cache-records tbody tr"))
+    row = driver.find_element(By.CSS_SELECTOR, "#cache-table tbody tr[data-route=auto]")
+    records = driver.find_elements(By.CSS_SELECTOR, "#cache-records tbody tr")
+    seen = {"row": [c.text for c in row.find_elements(By.TAG_NAME, "td")],
+            "records": [[c.text for c in r.find_elements(By.TAG_NAME, "td")] for r in records]}
+    driver.find_element(By.ID, "key-forget").click()
+    seen["after_forget"] = len(driver.find_elements(By.CSS_SELECTOR, "#cache-table tbody tr"))
+    return seen
+
+
+async def test_cache_tab_shows_the_shadow_would_hit_rate_and_the_last_would_hits(
+    browser: WebDriver, shadow_gw: RunningGateway
+) -> None:
+    async with aiohttp.ClientSession() as http:
+        for text in ("what is the capital of chile", "what is the capital of chile",
+                     "tell me the capital of chile", "write a python function"):
+            async with http.post(f"{shadow_gw.url}/v1/chat/completions", json={
+                    "messages": [{"role": "user", "content": text}]}) as resp:
+                assert resp.status == 200 and resp.headers["X-AI-Cache-Status"] == "MISS"
+            await shadow_gw.gateway.caches.drain()
+    seen = await asyncio.to_thread(cache_tab, browser, shadow_gw)
+    route, requests, would_hit, exact, semantic, _ = seen["row"]
+    assert (route, requests, exact, semantic) == ("auto", "4", "1", "1")
+    assert would_hit.startswith("50.0% (2/4, 95% CI")
+    assert [r[2] for r in seen["records"]] == ["semantic", "exact"]  # newest first
+    assert seen["after_forget"] == 0
+
+
+def status_across_tabs(driver: WebDriver, gw: RunningGateway) -> dict[str, str]:
+    open_with_key(driver, gw)
+    connected = driver.find_element(By.ID, "status").text
+    driver.find_element(By.CSS_SELECTOR, "[data-tab=batch]").click()
+    driver.execute_script("arguments[0].value = arguments[1];",
+                          driver.find_element(By.ID, "batch-text"), LABELLED)
+    Select(driver.find_element(By.ID, "objective")).select_by_value("oos_recall=0.9")
+    driver.find_element(By.ID, "calibrate-btn").click()
+    wait(driver, lambda d: d.find_element(By.ID, "calibrate-out").is_displayed())
+    done = driver.find_element(By.ID, "status").text
+    driver.find_element(By.CSS_SELECTOR, "[data-tab=prompt]").click()
+    return {"connected": connected, "done": done,
+            "after": driver.find_element(By.ID, "status").text,
+            "summary": driver.find_element(By.ID, "proposal-summary").text}
+
+
+async def test_a_batch_outcome_leaves_the_status_line_when_another_tab_is_shown(
+    browser: WebDriver, gw: RunningGateway,
+) -> None:
+    seen = await asyncio.to_thread(status_across_tabs, browser, gw)
+    assert seen["done"] == "Done."
+    assert seen["connected"].startswith("Connected.")
+    assert seen["after"] == seen["connected"]
+
+
+LONG = ("please review this function for thread safety and tell me whether the lock "
+        "around the shared counter is held for too long when the queue is full")
+
+
+def prompt_cell_width(driver: WebDriver, gw: RunningGateway) -> dict[str, Any]:
+    open_with_key(driver, gw)
+    driver.find_element(By.CSS_SELECTOR, "[data-tab=live]").click()
+    wait(driver, lambda d: "connected:" in d.find_element(By.ID, "live-status").text)
+    request = urllib.request.Request(
+        f"{gw.url}/v1/chat/completions", headers={"Content-Type": "application/json"},
+        data=orjson.dumps({"messages": [{"role": "user", "content": LONG}]}))
+    with urllib.request.urlopen(request, timeout=10) as resp:
+        assert resp.status == 200
+    cell = wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, "#live-table td.prompt"))
+    wait(driver, lambda d: cell.text)
+    seen = {"width": cell.rect["width"], "text": cell.text,
+            "align": cell.value_of_css_property("text-align")}
+    driver.find_element(By.CSS_SELECTOR, "[data-tab=prompt]").click()  # closes the stream
+    return seen
+
+
+async def test_a_logged_prompt_gets_a_readable_column(
+    browser: WebDriver, logged: RunningGateway,
+) -> None:
+    seen = await asyncio.to_thread(prompt_cell_width, browser, logged)
+    assert seen["text"] == LONG
+    assert seen["width"] >= 280 and seen["align"] in ("left", "start")

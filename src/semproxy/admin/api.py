@@ -1,60 +1,47 @@
 """The admin API, on its own listener, every call behind the `X-API-KEY` header.
 
-Writes go through the same path as any config change: the new document is
-validated (400 with field paths on error), persisted to the config's home (the
-file, or etcd in cluster mode) and applied by the reload watcher, so every
+Writes go through the same path as any config change (`admin/writes.py`): a
+change to the stored document, made under the store's lock, validated (400
+with field paths on error), persisted to the config's home (the file, edited in
+place, or etcd in cluster mode) and applied by the reload watcher, so every
 worker and replica converges on it.
 """
 
 from __future__ import annotations
 
-import asyncio
-import copy
 import hmac
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import urlsplit
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from semproxy.admin.examples import examples_request, write_in_place
+from semproxy.admin.examples import examples_request
+from semproxy.admin.limits import LimitsAPI
 from semproxy.admin.playground import is_public
 from semproxy.admin.reload import ConfigWatcher
-from semproxy.config.loader import load_data
-from semproxy.config.masking import (
-    MASK,
-    mask_secrets,
-    masked_paths,
-    restore_masked,
-    with_references,
-)
-from semproxy.config.secrets import variables_outside_credentials
-from semproxy.config.source import FileSource, SourceError
+from semproxy.admin.spend import SpendAPI
+from semproxy.admin.writes import ConfigWriter, add_examples, delete_route, put_route
+from semproxy.config.masking import mask_secrets, with_references
+from semproxy.config.source import Change, ConfigSource, FileSource
 from semproxy.config.spec import GatewayConfig, admin_refusal, is_loopback
 from semproxy.errors import (
     BadRequestError,
-    ConfigError,
-    ConfigRejected,
     ForbiddenError,
     NotFoundError,
     UnauthorizedError,
-    UnavailableError,
 )
 from semproxy.protocols.body import parse_object
+from semproxy.runtime.routes import RouteState
 from semproxy.semantic.explain import explain_with
 from semproxy.semantic.query import prompt_input, routing_input
 from semproxy.server.app import Gateway, error_middleware, json_response
+from semproxy.server.cache_admin import explain_cache, purge
 
 log = logging.getLogger("semproxy.admin")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-class ConfigStore(Protocol):
-    """Where admin writes are persisted (file or etcd)."""
-
-    async def save(self, document: dict[str, Any]) -> None: ...
 
 
 def browser_refusal(request: web.Request, is_keyless: bool) -> str | None:
@@ -93,11 +80,11 @@ def check_admin_settings(config: GatewayConfig) -> str | None:
 
 
 class AdminAPI:
-    def __init__(self, gateway: Gateway, watcher: ConfigWatcher, store: ConfigStore,
+    def __init__(self, gateway: Gateway, watcher: ConfigWatcher, store: ConfigSource,
                  metrics: Callable[[], tuple[bytes, str]] | None = None) -> None:
         self.gateway = gateway
         self.watcher = watcher
-        self.store = store
+        self.writer = ConfigWriter(gateway, watcher, store)
         self.metrics = metrics
 
     def key_middleware(self) -> Middleware:
@@ -127,139 +114,151 @@ class AdminAPI:
         r = app.router
         r.add_get("/admin/config", self.get_config)
         r.add_get("/admin/routes", self.list_routes)
+        r.add_get("/admin/routes/{id}", self.get_route)
         r.add_put("/admin/routes/{id}", self.put_route)
         r.add_delete("/admin/routes/{id}", self.delete_route)
         r.add_post("/admin/reload", self.reload)
         r.add_post("/admin/routes/{id}/explain", self.explain)
         r.add_post("/admin/routes/{id}/examples", self.add_examples)
+        r.add_delete("/admin/cache", self.purge_cache)
         r.add_get("/metrics", self.get_metrics)
+        SpendAPI(self.gateway).mount(app)
+        LimitsAPI(self).mount(app)
         return app
 
     async def get_config(self, request: web.Request) -> web.Response:
+        return json_response({"version": self.gateway.config.version,
+                              "config": self._shown_config()})
+
+    def _shown_config(self) -> Any:
+        """The live config as an admin reads it: defaults filled in, values from the
+        environment shown as written, credentials masked."""
         config = self.gateway.config
         effective = config.raw.model_dump(mode="json", by_alias=True, exclude_none=True)
-        shown = mask_secrets(with_references(effective, dict(config.document)))
-        return json_response({"version": config.version, "config": shown})
+        return mask_secrets(with_references(effective, dict(config.document)))
 
     async def list_routes(self, request: web.Request) -> web.Response:
         table = self.gateway.table
-        return json_response({"version": table.version, "routes": [
-            {"id": r.spec.id, "uri": r.spec.uri + ("*" if r.spec.is_prefix else ""),
-             "algorithm": r.spec.algorithm,
-             "instances": [i.name for i in r.spec.instances],
-             "health": r.health.snapshot()}
-            for r in table.routes]})
+        return json_response({"version": table.version,
+                              "routes": [route_summary(r) for r in table.routes]})
 
-    async def _write(self, document: dict[str, Any]) -> web.Response:
-        return json_response(await self._apply(document))
+    async def get_route(self, request: web.Request) -> web.Response:
+        """One route: its summary, and its config as GET /admin/config shows it (send
+        that back with PUT to change it)."""
+        route_id = request.match_info["id"]
+        route = self.gateway.table.by_id.get(route_id)
+        shown = next((r for r in self._shown_config().get("routes", [])
+                      if r.get("id") == route_id), None)
+        if route is None or shown is None:
+            raise NotFoundError(f"no route with id {route_id!r}")
+        return json_response({"version": self.gateway.table.version,
+                              "route": route_summary(route), "config": shown})
 
-    async def _apply(self, document: dict[str, Any]) -> dict[str, Any]:
-        """Validate, persist and reload a whole document: {version, applied}."""
-        try:
-            # Off the event loop: building reads files (TLS bundles) and may take a while.
-            config = await asyncio.to_thread(load_data, document)
-        except ConfigError as exc:
-            raise ConfigRejected(exc.errors) from exc
-        except Exception as exc:
-            # A document that breaks a builder in a way no check foresaw is still
-            # the client's bad input: 400, and the running version stays.
-            log.exception("admin write rejected: the config could not be built")
-            raise ConfigRejected([f"<root>: the config could not be built "
-                                  f"({type(exc).__name__})"]) from exc
-        try:
-            await self.store.save(document)
-        except SourceError as exc:
-            raise UnavailableError(f"config store unavailable: {exc}") from exc
-        await self.watcher.reload()
-        return {"version": config.version,
-                "applied": self.gateway.config.fingerprint == config.fingerprint}
+    async def _write(self, change: Change) -> web.Response:
+        written = await self.writer.write(change)
+        if written is None:
+            return json_response({"version": self.gateway.config.version, "applied": False,
+                                  "warnings": []})
+        return json_response(written)
+
+    async def write_edit(self, change: Change) -> dict[str, Any]:
+        """One change at one path of the stored document (admin/limits.py), written the
+        way every admin write is: {version, applied, warnings, in_place}; `in_place`
+        says a config file was edited with its comments kept (etcd holds a document)."""
+        written = await self.writer.write(change)
+        if written is None:
+            written = {"version": self.gateway.config.version, "applied": False,
+                       "warnings": []}
+        return {**written, "in_place": isinstance(self.writer.store, FileSource)}
 
     async def put_route(self, request: web.Request) -> web.Response:
-        route_id = request.match_info["id"]
+        """Replace the route with this id where it stands in the config, or add it.
+
+        The answer carries the new version's warnings: a route that takes paths
+        from another one (a longer prefix inside a shorter one) is among them.
+        """
         route = parse_object(await request.read())
-        route["id"] = route_id
-        document = copy.deepcopy(dict(self.gateway.config.document))
-        stored = [r for r in document.get("routes", []) if r.get("id") == route_id]
-        routes = [r for r in document.get("routes", []) if r.get("id") != route_id]
-        route = checked_route(route, stored[0] if stored else None, f"routes[{len(routes)}]")
-        document["routes"] = [*routes, route]
-        return await self._write(document)
+        route["id"] = request.match_info["id"]
+        return await self._write(put_route(route, self.writer.allowed_env))
 
     async def delete_route(self, request: web.Request) -> web.Response:
-        route_id = request.match_info["id"]
-        document = copy.deepcopy(dict(self.gateway.config.document))
-        routes = document.get("routes", [])
-        if not any(r.get("id") == route_id for r in routes):
-            raise NotFoundError(f"no route with id {route_id!r}")
-        document["routes"] = [r for r in routes if r.get("id") != route_id]
-        return await self._write(document)
+        return await self._write(delete_route(request.match_info["id"]))
 
     async def reload(self, request: web.Request) -> web.Response:
         """Read the source now: 200 when it holds a valid version (applied if new),
         400 with field paths when it is invalid, 503 when it cannot be read."""
-        status = await self.watcher.reload()
-        code = 503 if not status.source_ok else 400 if status.last_error else 200
-        return json_response({"version": self.gateway.table.version, "applied": status.applied,
-                              "failed": status.failed, "errors": status.last_error},
+        result = await self.watcher.reload()
+        code = 503 if not result.source_ok else 400 if result.errors else 200
+        return json_response({"version": self.gateway.table.version, "applied": result.applied,
+                              "failed": result.failed, "errors": result.errors},
                              status=code)
 
     async def explain(self, request: web.Request) -> web.Response:
+        """The routing decision (semantic routes) and what the response cache would do
+        (routes with ai-cache) for `prompt` or `messages`; optional `consumer`,
+        `headers` (as the request would send them) and `instance` (the one that serves:
+        the semantic pick, else the route's first)."""
         route = self.gateway.table.by_id.get(request.match_info["id"])
         if route is None:
             raise NotFoundError(f"no route with id {request.match_info['id']!r}")
-        if route.semantic is None:
-            raise BadRequestError("this route does not use semantic balancing")
+        phase = self.gateway.version.pipelines[route.spec.id].cache
+        if route.semantic is None and phase is None:
+            raise BadRequestError("this route uses neither semantic balancing nor a cache")
         body = parse_object(await request.read())
         messages = body.get("messages")
         if isinstance(messages, list) and all(isinstance(m, dict) for m in messages):
-            query = route.semantic.query(messages, routing_input(body))
+            query = routing_input(body)
+            payload = {k: v for k, v in body.items() if k not in EXPLAIN_FIELDS}
         elif isinstance(body.get("prompt"), str):
             query = prompt_input(body["prompt"])
+            payload = {"model": body.get("model", "auto"),
+                       "messages": [{"role": "user", "content": body["prompt"]}]}
         else:
             raise BadRequestError("give 'prompt' (string) or 'messages' (array of objects)")
-        return json_response(await explain_with(route.semantic, query))
+        result: dict[str, Any] = {"route": route.spec.id}
+        if route.semantic is not None:
+            if isinstance(messages, list):
+                query = route.semantic.query(messages, query)
+            result = await explain_with(route.semantic, query)
+        if phase is not None:
+            instance = explain_instance(body, result, route.spec.instances[0].name,
+                                        {i.name for i in route.spec.instances})
+            consumer, headers = explain_request(body)
+            result["cache"] = await explain_cache(phase, payload, instance, consumer, headers)
+        return json_response(result)
+
+    async def purge_cache(self, request: web.Request) -> web.Response:
+        """Remove cached answers: `?route=ID`, `?consumer=NAME`, both, or neither (all)."""
+        route, consumer = request.query.get("route"), request.query.get("consumer")
+        removed = await purge(self.gateway.version, route, consumer)
+        log.info("cache purged (route %s, consumer %s): %d keys", route or "*",
+                 consumer or "*", removed)
+        return json_response({"removed": removed, "route": route, "consumer": consumer})
 
     async def add_examples(self, request: web.Request) -> web.Response:
         """Append examples to one instance of a semantic route: {"instance", "examples"}.
 
         The new config goes through the same validation and reload as any admin
-        write (an instance over 64 examples is a 400 naming the field). A config
-        file is edited in place, comments kept; etcd (or a file shape the edit
-        cannot handle) gets the whole document. Examples the instance already
-        has are skipped, not doubled.
+        write (an instance over 64 examples is a 400 naming the field); a config
+        file is edited in place, comments kept. Examples the instance already has
+        are skipped, not doubled.
         """
         route_id = request.match_info["id"]
         instance, texts = examples_request(parse_object(await request.read()))
-        document = copy.deepcopy(dict(self.gateway.config.document))
-        route = next((r for r in document.get("routes", []) if r.get("id") == route_id), None)
-        if route is None:
-            raise NotFoundError(f"no route with id {route_id!r}")
         live = self.gateway.table.by_id.get(route_id)
-        if live is None or live.semantic is None:
+        if live is None:
+            raise NotFoundError(f"no route with id {route_id!r}")
+        if live.semantic is None:
             raise BadRequestError("this route does not use semantic balancing")
-        multi = route.get("plugins", {}).get("ai-proxy-multi", {})
-        target = next((i for i in multi.get("instances", []) if i.get("name") == instance), None)
-        if target is None:
-            raise BadRequestError(f"route {route_id!r} has no instance {instance!r}")
-        have = list(target.get("examples") or [])
-        added = [t for t in dict.fromkeys(texts) if t not in have]
-        if not added:
-            return json_response({"version": self.gateway.config.version, "applied": False,
-                                  "added": [], "examples": len(have)})
-        target["examples"] = [*have, *added]
-        config = None
-        if isinstance(self.store, FileSource):  # keep the file's comments when its shape allows
-            try:
-                config = await write_in_place(self.store.path, route_id, {instance: added})
-            except ConfigError as exc:
-                raise ConfigRejected(exc.errors) from exc
-        if config is None:
-            applied = await self._apply(document)
-        else:
-            await self.watcher.reload()
-            applied = {"version": config.version,
-                       "applied": self.gateway.config.fingerprint == config.fingerprint}
-        return json_response({**applied, "added": added, "examples": len(target["examples"])})
+        added: list[str] = []
+        written = await self.writer.write(
+            add_examples(route_id, instance, texts, self.writer.allowed_env, added))
+        instances = [i for r in self.gateway.config.routes if r.id == route_id
+                     for i in r.instances if i.name == instance]
+        count = len(instances[0].examples) if instances else 0
+        if written is None:
+            written = {"version": self.gateway.config.version, "applied": False, "warnings": []}
+        return json_response({**written, "added": added, "examples": count})
 
     async def get_metrics(self, request: web.Request) -> web.Response:
         if self.metrics is None:
@@ -268,14 +267,33 @@ class AdminAPI:
         return web.Response(body=body, headers={"Content-Type": content_type})
 
 
-def checked_route(route: dict[str, Any], stored: Any, path: str) -> dict[str, Any]:
-    """A route sent over the admin API, with masked credentials given back their stored
-    values; refused when a mask stands for nothing or `${VAR}` is outside credentials."""
-    if stored is not None:
-        route = restore_masked(route, stored)
-    problems = [f"{where}: {MASK} stands for a stored credential, but there is none here; "
-                "give the value" for where in masked_paths(route, path)]
-    problems += variables_outside_credentials(route, path)
-    if problems:
-        raise ConfigRejected(problems)
-    return route
+EXPLAIN_FIELDS = frozenset({"prompt", "consumer", "headers", "instance"})
+
+
+def explain_instance(body: dict[str, Any], decided: dict[str, Any], first: str,
+                     names: set[str]) -> str:
+    """The instance an explained request is served by: the one asked, the semantic pick,
+    else the route's first."""
+    asked = body.get("instance")
+    if asked is not None and asked not in names:
+        raise BadRequestError(f"instance: the route has no instance {asked!r}")
+    pick = decided.get("pick")
+    return asked if isinstance(asked, str) else pick if isinstance(pick, str) else first
+
+
+def explain_request(body: dict[str, Any]) -> tuple[str | None, dict[str, str]]:
+    """The `consumer` and `headers` an explained request is made with."""
+    consumer, headers = body.get("consumer"), body.get("headers") or {}
+    if consumer is not None and not isinstance(consumer, str):
+        raise BadRequestError("consumer: must be a string")
+    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+        raise BadRequestError("headers: must be an object of strings")
+    return consumer, headers
+
+
+def route_summary(route: RouteState) -> dict[str, Any]:
+    spec = route.spec
+    return {"id": spec.id, "uri": spec.uri + ("*" if spec.is_prefix else ""),
+            "algorithm": spec.algorithm, "instances": [i.name for i in spec.instances],
+            "health": route.health.snapshot(),
+            **({"cache": spec.cache.mode} if spec.cache is not None else {})}

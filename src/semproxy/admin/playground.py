@@ -25,11 +25,11 @@ import orjson
 import yaml
 from aiohttp import web
 
-from semproxy.admin.examples import MAX_EXAMPLE_CHARS, replace_file
+from semproxy.admin.examples import MAX_EXAMPLE_CHARS
 from semproxy.admin.reload import ConfigWatcher
 from semproxy.config.edit import ConfigEditError, set_thresholds
-from semproxy.config.loader import load_text
 from semproxy.config.masking import mask_secrets, mask_text
+from semproxy.config.persist import edit_file
 from semproxy.errors import (
     BadRequestError,
     ConfigError,
@@ -46,6 +46,7 @@ from semproxy.quality import calibrate as cal
 from semproxy.quality.evaluate import Evaluation, evaluate
 from semproxy.quality.labelled import LabelledDataError, LabelledPrompt, check_labels, parse_lines
 from semproxy.quality.metrics import Confusion
+from semproxy.quality.rate import Rate
 from semproxy.quality.tuning import Proposal, propose, score_all, thresholds_to_write
 from semproxy.runtime.compile import router_for
 from semproxy.server.app import Gateway, json_response
@@ -55,7 +56,7 @@ MAX_BYTES = 8 << 20
 MAX_MISSES = 100
 PING_S = 15.0
 UI_FILES = {"": ("index.html", "text/html"), "app.js": ("app.js", "text/javascript"),
-            "style.css": ("style.css", "text/css")}
+            "spend.js": ("spend.js", "text/javascript"), "style.css": ("style.css", "text/css")}
 UI_HEADERS = {
     "Cache-Control": "no-cache",
     "X-Content-Type-Options": "nosniff",
@@ -82,12 +83,13 @@ class Playground:
     def mount(self, app: web.Application) -> None:
         r = app.router
         r.add_get("/ui", self.redirect)
-        r.add_get("/ui/{name:(app\\.js|style\\.css)?}", self.page)
+        r.add_get("/ui/{name:(app\\.js|spend\\.js|style\\.css)?}", self.page)
         r.add_post("/admin/routes/{id}/eval", self.eval)
         r.add_post("/admin/routes/{id}/calibrate", self.calibrate)
         r.add_post("/admin/routes/{id}/thresholds", self.apply_thresholds)
         r.add_get("/admin/decisions", self.recent)
         r.add_get("/admin/decisions/stream", self.stream)
+        r.add_get("/admin/cache/shadow", self.cache_shadow)
 
     async def redirect(self, request: web.Request) -> web.Response:
         raise web.HTTPFound("/ui/")
@@ -150,20 +152,16 @@ class Playground:
         unknown = set(per_instance) - {i.name for i in route.spec.instances}
         if unknown:
             raise BadRequestError(f"per_instance: no instance named {', '.join(sorted(unknown))}")
-        path = self.config_path
         try:
-            text = await asyncio.to_thread(path.read_text, "utf-8")
-            patched = set_thresholds(text, route_id, threshold, per_instance)
-            config = await asyncio.to_thread(load_text, patched, str(path))
-            await asyncio.to_thread(replace_file, path, patched)
+            config = await edit_file(self.config_path, lambda text: set_thresholds(
+                text, route_id, threshold, per_instance))
         except OSError as exc:
             raise UnavailableError(f"config file unavailable: {exc.strerror}") from exc
         except ConfigEditError as exc:
             raise BadRequestError(f"cannot rewrite thresholds: {exc}") from exc
         except ConfigError as exc:
-            # admin.py mounts this module, so its rejection class is imported here.
-
             raise ConfigRejected(exc.errors) from exc
+        assert config is not None  # set_thresholds always gives a text
         await self.watcher.reload()
         return json_response({"version": config.version,
                               "applied": self.gateway.table.version == config.version})
@@ -189,6 +187,16 @@ class Playground:
         # Shown to the browser: every credential masked. A PUT of this route with
         # the masks in place keeps the stored values.
         return {"route": mask_secrets(route), "config": {"name": name, "text": mask_text(text)}}
+
+    async def cache_shadow(self, request: web.Request) -> web.Response:
+        """Shadow-mode routes: the share of requests that would have hit and the estimated
+        share of wrong hits, with intervals, and the last would-hits (this worker)."""
+        book = self.gateway.caches.shadow
+        counts = book.summary()
+        routes = [shadow_row(p.cache.route.spec.id, counts.get(p.cache.route.spec.id))
+                  for p in self.gateway.version.pipelines.values()
+                  if p.cache is not None and p.cache.shadow]
+        return json_response({"routes": routes, "records": list(book.records)})
 
     async def recent(self, request: web.Request) -> web.Response:
         return json_response({"entries": list(self.decisions.entries),
@@ -217,6 +225,15 @@ class Playground:
             return response
         finally:
             self.decisions.unlisten(queue)
+
+
+def shadow_row(route: str, counts: dict[str, Any] | None) -> dict[str, Any]:
+    counts = counts or {"requests": 0, "hits": {}, "compared": {}, "wrong": {}}
+    hits, compared = sum(counts["hits"].values()), sum(counts["compared"].values())
+    return {"route": route, "requests": counts["requests"], "hits": counts["hits"],
+            "would_hit": Rate(hits, counts["requests"]).as_dict(),
+            "wrong_hits": Rate(sum(counts["wrong"].values()), compared).as_dict(),
+            "compared": counts["compared"], "wrong": counts["wrong"]}
 
 
 def parse_thresholds(body: dict[str, Any]) -> tuple[float, dict[str, float]]:

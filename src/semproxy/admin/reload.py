@@ -31,10 +31,22 @@ class ReloadObserver(Protocol):
 
 @dataclass
 class ReloadStatus:
+    """Totals since the watcher started, and the state after the last read."""
+
     applied: int = 0
     failed: int = 0
     last_error: list[str] = field(default_factory=list)
     source_ok: bool = True
+
+
+@dataclass(frozen=True)
+class ReloadResult:
+    """What one read of the source did: a version applied (1) or rejected (1), or neither."""
+
+    applied: int
+    failed: int
+    errors: list[str]
+    source_ok: bool
 
 
 class ConfigWatcher:
@@ -49,9 +61,10 @@ class ConfigWatcher:
         # newest read the one that ends up active.
         self._lock = asyncio.Lock()
 
-    async def reload(self) -> ReloadStatus:
+    async def reload(self) -> ReloadResult:
         """Load the source once and apply it if it is a new, valid version."""
         async with self._lock:
+            before = (self.status.applied, self.status.failed)
             try:
                 await self._reload_once()
             except SourceError as exc:
@@ -67,7 +80,9 @@ class ConfigWatcher:
                               self.source.description)
                 self._rejected([f"<root>: the config could not be built "
                                 f"({type(exc).__name__})"])
-            return self.status
+            status = self.status
+            return ReloadResult(status.applied - before[0], status.failed - before[1],
+                                list(status.last_error), status.source_ok)
 
     async def _reload_once(self) -> None:
         config = await self.source.load()

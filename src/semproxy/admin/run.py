@@ -30,13 +30,14 @@ from semproxy.config.source import ConfigSource, FileSource, SourceError
 from semproxy.config.spec import GatewayConfig
 from semproxy.observability.decisions import DecisionLog
 from semproxy.observability.fanout import FanoutObserver
-from semproxy.observability.metrics import Metrics, use_multiprocess_dir
+from semproxy.observability.metrics import Metrics, multiprocess_enabled, use_multiprocess_dir
 from semproxy.server.app import Gateway, build_app, stamp_headers
 from semproxy.server.listener import CappedTCPSite, default_max_connections, raise_open_file_limit
 
 log = logging.getLogger("semproxy.server")
 
 SourceFactory = Callable[[], ConfigSource]
+FOLD_S = 1.0  # seconds between a worker's folds of its plain counters (--workers N)
 
 
 @dataclass
@@ -49,6 +50,7 @@ class RunningGateway:
     admin_runner: web.AppRunner | None = None
     admin_host: str = "127.0.0.1"
     admin_port: int | None = None
+    folding: asyncio.Task[None] | None = None
 
     @property
     def url(self) -> str:
@@ -61,6 +63,8 @@ class RunningGateway:
         return f"http://{self.admin_host}:{self.admin_port}"
 
     async def close(self) -> None:
+        if self.folding is not None:
+            self.folding.cancel()
         if self.watcher is not None:
             await self.watcher.stop()
         if self.admin_runner is not None:
@@ -131,9 +135,21 @@ async def _start_admin(running: RunningGateway, metrics: Metrics, decisions: Dec
     app.on_response_prepare.append(stamp_headers)
     config_path = source.path if isinstance(source, FileSource) else None
     Playground(running.gateway, decisions, config_path, running.watcher).mount(app)
+    if multiprocess_enabled():
+        running.folding = asyncio.get_running_loop().create_task(
+            fold_counts(running.gateway, metrics))
     running.admin_host = split_listen(config.admin.listen)[0]
     running.admin_runner, running.admin_port = await _listen(
         app, config.admin.listen, reuse_port, 1.0, max_connections)
+
+
+async def fold_counts(gateway: Gateway, metrics: Metrics, every_s: float = FOLD_S) -> None:
+    """With `--workers N` a scrape is answered by one worker, which folds only its own
+    plain counters (spend, governance) into the shared metric files: every worker folds
+    its own on a timer too, so a scrape sees every worker's counts at most this late."""
+    while True:
+        await asyncio.sleep(every_s)
+        metrics.on_counts(gateway.governance.counts())
 
 
 async def load_initial(source: ConfigSource, retry_s: float = 1.0) -> GatewayConfig:

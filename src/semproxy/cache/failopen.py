@@ -17,6 +17,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from semproxy.cache.memory import MemoryStore
 from semproxy.cache.store import CacheStore, Candidates, Entry, IndexItem
 from semproxy.embeddings.breaker import CircuitBreaker
 
@@ -30,6 +31,8 @@ class FailOpenStore:
     def __init__(self, inner: CacheStore, deadline_s: float = 0.05, breaker_failures: int = 1,
                  breaker_cooldown_s: float = 1.0, quiet_s: float = 10.0) -> None:
         self.inner = inner
+        # A store in this process's memory cannot be slow: no deadline to arm per call.
+        self.is_local = isinstance(inner, MemoryStore)
         self.deadline_s = deadline_s
         self.breaker = CircuitBreaker(breaker_failures, breaker_cooldown_s)
         self.faults = 0  # counted for metrics
@@ -40,8 +43,11 @@ class FailOpenStore:
         if not self.breaker.allow():
             return default
         try:
-            async with asyncio.timeout(self.deadline_s):
+            if self.is_local:
                 result = await call()
+            else:
+                async with asyncio.timeout(self.deadline_s):
+                    result = await call()
         except Exception as exc:  # fail-open: the cache must never fail a request
             self._fault(what, exc)
             return default

@@ -6,26 +6,53 @@ may be shared). Requests that miss on the same key while it is in flight
 follow: they wait for the leader's answer, up to their own deadline, and are
 served it as a hit; when the leader fails or the wait is too long they call
 upstream themselves (never worse than without the cache). The flight ends
-when it is settled, so the next miss leads a new one. Streams fan out later,
-by the relay waiting on the same flight.
+when it is settled, so the next miss leads a new one.
+
+Streams fan out: a streaming leader `publish`es each run of Chat Completions
+events as it relays them, and a streaming follower reads them as they come
+(`events`), from the first one, instead of waiting for the whole answer. If the
+leader's stream then breaks, a follower that has not read anything yet calls
+upstream itself; one that has is told so (`FlightBroken`), as the leader's own
+client is.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
 
+class FlightBroken(Exception):
+    """The leader's stream ended without an answer after a follower had read part of it."""
+
+
+class _State(Generic[T]):
+    """What a flight's leader and followers share."""
+
+    __slots__ = ("changed", "chunks", "future")
+
+    def __init__(self, future: asyncio.Future[T | None]) -> None:
+        self.future = future
+        self.chunks: list[bytes] = []  # published events, in order
+        self.changed = asyncio.Event()  # set on every publish and at the end
+
+    def wake(self) -> None:
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+
 class Flight(Generic[T]):
     """One request's part in a flight: `leader` calls upstream, the others `wait`."""
 
-    def __init__(self, flights: SingleFlight[T], key: str, future: asyncio.Future[T | None],
+    def __init__(self, flights: SingleFlight[T], key: str, state: _State[T],
                  leader: bool) -> None:
         self._flights = flights
         self._key = key
-        self._future = future
+        self._state = state
+        self._future = state.future
         self.leader = leader
 
     async def wait(self, timeout_s: float) -> T | None:
@@ -35,19 +62,59 @@ class Flight(Generic[T]):
         except TimeoutError:
             return None
 
+    def settled(self) -> T | None:
+        """The leader's answer if the flight is settled with one, else None (no wait)."""
+        return self._future.result() if self._future.done() else None
+
     def resolve(self, value: T | None) -> None:
         """Settle the flight (leader only; a second call does nothing). Call it in a
         `finally`, with None on any failure, or the followers wait out their deadline."""
         if self.leader and not self._future.done():
             self._future.set_result(value)
             self._flights.end(self._key, self._future)
+            self._state.wake()
+
+    def publish(self, chunk: bytes) -> None:
+        """A run of the leader's stream events, for streaming followers (leader only)."""
+        if self.leader and not self._future.done():
+            self._state.chunks.append(chunk)
+            self._state.wake()
+
+    async def started(self, timeout_s: float) -> bool:
+        """Wait until the leader published a first event or settled the flight; True when
+        there are events to read (a streaming leader), False otherwise (then `wait`)."""
+        state = self._state
+        try:
+            async with asyncio.timeout(timeout_s):
+                while not state.chunks and not self._future.done():
+                    await state.changed.wait()
+        except TimeoutError:
+            return False
+        return bool(state.chunks)
+
+    async def events(self, timeout_s: float) -> AsyncIterator[bytes]:
+        """Every event the leader publishes, from the first; ends when the flight is settled
+        with an answer, raises `FlightBroken` when it is settled without one, and
+        `TimeoutError` when nothing new comes for `timeout_s`."""
+        state, read = self._state, 0
+        while True:
+            while read < len(state.chunks):
+                read += 1
+                yield state.chunks[read - 1]
+            if self._future.done():
+                if self._future.result() is None:
+                    raise FlightBroken("the leader's stream ended without an answer")
+                return
+            changed = state.changed
+            async with asyncio.timeout(timeout_s):
+                await changed.wait()
 
 
 class SingleFlight(Generic[T]):
     """The flights in progress, by exact cache key."""
 
     def __init__(self) -> None:
-        self._running: dict[str, asyncio.Future[T | None]] = {}
+        self._running: dict[str, _State[T]] = {}
 
     def __len__(self) -> int:
         return len(self._running)
@@ -57,10 +124,11 @@ class SingleFlight(Generic[T]):
         running = self._running.get(key)
         if running is not None:
             return Flight(self, key, running, leader=False)
-        future: asyncio.Future[T | None] = asyncio.get_running_loop().create_future()
-        self._running[key] = future
-        return Flight(self, key, future, leader=True)
+        state: _State[T] = _State(asyncio.get_running_loop().create_future())
+        self._running[key] = state
+        return Flight(self, key, state, leader=True)
 
     def end(self, key: str, future: asyncio.Future[T | None]) -> None:
-        if self._running.get(key) is future:
+        running = self._running.get(key)
+        if running is not None and running.future is future:
             del self._running[key]

@@ -82,6 +82,10 @@ def judge(a: Wording, b: Wording, cosine: float, rule: HitRule) -> str | None:
         return None if cosine >= rule.threshold else SIMILARITY
     if cosine < rule.threshold and not _may_share_words(a, b):
         return SIMILARITY  # below a rewording's threshold only the same words can serve
+    if a.numbers != b.numbers:
+        # The first near-miss rule, read before the costly part: `prepare` keeps every
+        # number as it is, so `near_miss` would say the same after it.
+        return "number"
     a, b, typos = prepare(a, b)
     difference = differ(a, b, typos)
     reason = near_miss(a, b, difference)

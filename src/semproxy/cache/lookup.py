@@ -72,12 +72,22 @@ class ResponseCache:
 
     async def lookup(self, plan: CachePlan, vector: np.ndarray | None) -> Hit | Refused | None:
         """A hit, the near miss that stopped the best candidate, or None (a miss)."""
+        hit = await self.lookup_exact(plan)
+        if hit is not None or vector is None:
+            return hit
+        return await self.lookup_semantic(plan, vector)
+
+    async def lookup_exact(self, plan: CachePlan) -> Hit | None:
+        """The exact layer alone (the gateway embeds nothing before it misses)."""
         if not plan.control.read:
             return None
-        entry = await self.backend.get(plan.exact)
-        hit = self._hit(entry, plan, EXACT, None)
-        if hit is not None or plan.partition is None or vector is None:
-            return hit
+        return self._hit(await self.backend.get(plan.exact), plan, EXACT, None)
+
+    async def lookup_semantic(self, plan: CachePlan, vector: np.ndarray
+                              ) -> Hit | Refused | None:
+        """The semantic layer alone, after the exact one missed."""
+        if not plan.control.read or plan.partition is None:
+            return None
         found = await self.backend.candidates(plan.partition, plan.semantic_ttl)
         if found is None or found.matrix.shape[1] != np.shape(vector)[-1]:
             return None  # another model's vectors (a damaged store) never compare

@@ -12,9 +12,11 @@ import fnmatch
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from semproxy.cache.store import Candidates, Entry, IndexItem, stack
+import numpy as np
+
+from semproxy.cache.store import Candidates, Entry, IndexItem
 
 # Bytes of Python objects per entry beyond the payload sizes counted below
 # (dict and OrderedDict slots, the dataclasses, float and str headers), measured
@@ -30,11 +32,82 @@ class _Slot:
     partition: str | None = None
 
 
-@dataclass(slots=True)
 class _Partition:
-    items: OrderedDict[str, IndexItem] = field(default_factory=OrderedDict)
-    expires: float = 0.0
-    stacked: Candidates | None = None  # rebuilt after a change, at the next read
+    """One partition's index items in the order they were stored, their vectors kept
+    stacked: each item appends a row, so a lookup reads a view of the matrix instead
+    of stacking every item again. Rows `[start, n)` are live; a row is never changed
+    once a lookup may hold the view: the oldest item leaves by moving `start` (the
+    common removal: a full partition drops its oldest), any other by copying the
+    rest into a new matrix, and a full matrix is copied into a larger one."""
+
+    __slots__ = ("_matrix", "_n", "_present", "_start", "created", "expires", "keys",
+                 "prompts")
+
+    def __init__(self) -> None:
+        self.expires = 0.0
+        self.keys: list[str] = []
+        self.prompts: list[str] = []
+        self.created: list[float] = []
+        self._present: set[str] = set()
+        self._matrix: np.ndarray | None = None
+        self._start = self._n = 0
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def add(self, item: IndexItem) -> None:
+        self.remove(item.key)
+        vector = item.vector
+        matrix = self._matrix
+        if matrix is None or self._n == len(matrix) or matrix.shape[1] != vector.shape[0]:
+            matrix = self._moved(vector.shape[0], max(8, 2 * len(self.keys)))
+        matrix[self._n] = vector
+        self._n += 1
+        self.keys.append(item.key)
+        self.prompts.append(item.prompt)
+        self.created.append(item.created)
+        self._present.add(item.key)
+
+    def _moved(self, dim: int, rows: int) -> np.ndarray:
+        """The live rows copied to the front of a new matrix of `rows` rows."""
+        new = np.empty((rows, dim), dtype=np.float32)
+        old = self._matrix
+        if old is not None and old.shape[1] == dim:
+            live = self._n - self._start
+            new[:live] = old[self._start:self._n]
+            self._start, self._n = 0, live
+        else:
+            self._start = self._n = 0  # another dimension: old rows never compare again
+            self.keys, self.prompts, self.created = [], [], []
+            self._present = set()
+        self._matrix = new
+        return new
+
+    def remove(self, key: str) -> bool:
+        if key not in self._present:
+            return False
+        self._present.discard(key)
+        i = self.keys.index(key)
+        del self.keys[i], self.prompts[i], self.created[i]
+        assert self._matrix is not None
+        if i == 0:
+            self._start += 1
+            return True
+        rest = np.empty_like(self._matrix)
+        live = self._n - self._start
+        rest[:i] = self._matrix[self._start:self._start + i]
+        rest[i:live - 1] = self._matrix[self._start + i + 1:self._n]
+        self._matrix, self._start, self._n = rest, 0, live - 1
+        return True
+
+    def candidates(self, cutoff: float) -> Candidates | None:
+        """The items stored after `cutoff` (older ones leave the index)."""
+        while self.created and self.created[0] <= cutoff:
+            self.remove(self.keys[0])
+        if not self.keys or self._matrix is None:
+            return None
+        return Candidates(tuple(self.keys), self._matrix[self._start:self._n],
+                          tuple(self.prompts), tuple(self.created))
 
 
 class MemoryStore:
@@ -80,14 +153,15 @@ class MemoryStore:
             self.evictions += 1
 
     def _index(self, partition: str, item: IndexItem, expires: float, max_items: int) -> None:
-        part = self._partitions.setdefault(partition, _Partition())
-        part.items.pop(item.key, None)
-        part.items[item.key] = item
-        part.expires, part.stacked = max(part.expires, expires), None
-        while len(part.items) > max_items:
-            oldest = next(iter(part.items))
+        part = self._partitions.get(partition)
+        if part is None:
+            part = self._partitions[partition] = _Partition()
+        part.add(item)
+        part.expires = max(part.expires, expires)
+        while len(part) > max_items:
+            oldest = part.keys[0]
             self._drop(oldest)  # its entry too: it was stored for the semantic layer
-            part.items.pop(oldest, None)
+            part.remove(oldest)
 
     async def candidates(self, partition: str, ttl: int) -> Candidates | None:
         part = self._partitions.get(partition)
@@ -97,10 +171,7 @@ class MemoryStore:
         if part.expires <= now:
             del self._partitions[partition]
             return None
-        if part.stacked is None or any(c <= now - ttl for c in part.stacked.created):
-            live = [i for i in part.items.values() if i.created > now - ttl]
-            part.stacked = stack(live)
-        return part.stacked
+        return part.candidates(now - ttl)
 
     def _drop(self, key: str) -> None:
         slot = self._slots.pop(key, None)
@@ -108,10 +179,8 @@ class MemoryStore:
             return
         self.bytes -= slot.size
         part = self._partitions.get(slot.partition) if slot.partition else None
-        if part is not None and part.items.pop(key, None) is not None:
-            part.stacked = None
-            if not part.items:
-                del self._partitions[slot.partition]  # type: ignore[arg-type]
+        if part is not None and part.remove(key) and not part:
+            del self._partitions[slot.partition]  # type: ignore[arg-type]
 
     async def purge(self, pattern: str) -> int:
         gone = [k for k in self._slots if fnmatch.fnmatchcase(k, pattern)]

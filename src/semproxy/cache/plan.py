@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from semproxy.cache import control, keys, policy
@@ -49,15 +50,14 @@ class Bypass:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class CachePlan:
     """Keys and rules for one request. `partition` is None when only the exact layer
     applies; `text` is what the semantic layer compares (the lookup phase reuses the
-    routing vector when `text` equals the routing text, else embeds `text`)."""
+    routing vector when `text` equals the routing text, else embeds `text`). Both are
+    worked out when first read: an exact hit never needs them."""
 
     exact: str
-    partition: str | None
-    text: str
     control: control.ClientControl
     rule: HitRule
     exact_ttl: int
@@ -65,6 +65,21 @@ class CachePlan:
     max_entries: int
     max_body: int
     payload: Mapping[str, Any]
+    spec: CacheSpec
+    scope: keys.Scope
+    upstream: keys.Upstream
+
+    @cached_property
+    def _semantic(self) -> tuple[str | None, str]:
+        return _semantic(self.spec, self.scope, self.payload, self.upstream)
+
+    @property
+    def partition(self) -> str | None:
+        return self._semantic[0]
+
+    @property
+    def text(self) -> str:
+        return self._semantic[1]
 
     @property
     def status(self) -> str | None:
@@ -84,15 +99,14 @@ def plan(spec: CacheSpec, payload: Mapping[str, Any], upstream: keys.Upstream,
     if refusal is not None:
         return Bypass(refusal)
     scope = _scope(spec, consumer, variables or {})
-    exact = keys.exact_key(spec.prefix, scope, payload, upstream)
-    partition, text = _semantic(spec, scope, payload, upstream)
     semantic = conf.semantic
     return CachePlan(
-        exact=exact, partition=partition, text=text, control=ctl, rule=spec.rule,
-        exact_ttl=conf.exact.ttl,
+        exact=keys.exact_key(spec.prefix, scope, payload, upstream), control=ctl,
+        rule=spec.rule, exact_ttl=conf.exact.ttl,
         semantic_ttl=semantic.ttl if semantic else conf.exact.ttl,
         max_entries=semantic.max_entries if semantic else 0,
-        max_body=conf.max_cache_body_size, payload=payload)
+        max_body=conf.max_cache_body_size, payload=payload, spec=spec, scope=scope,
+        upstream=upstream)
 
 
 def _scope(spec: CacheSpec, consumer: str | None, variables: Mapping[str, str]) -> keys.Scope:

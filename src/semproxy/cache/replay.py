@@ -15,19 +15,39 @@ similarity and age (the SDKs keep unknown fields).
 
 from __future__ import annotations
 
+import itertools
+import os
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import orjson
 
 
+class _Ids:
+    """Fresh completion ids without a system call each: a random prefix per process
+    (drawn again in a forked worker), then a counter."""
+
+    def __init__(self) -> None:
+        self.reset()
+        os.register_at_fork(after_in_child=self.reset)
+
+    def reset(self) -> None:
+        self.prefix = os.urandom(6).hex()
+        self.counter = itertools.count(1)
+
+    def next(self) -> str:
+        return f"chatcmpl-cache-{self.prefix}{next(self.counter):012x}"
+
+
+_ids = _Ids()
+
+
 def as_hit(stored: dict[str, Any], layer: str, similarity: float | None, age_s: float
            ) -> dict[str, Any]:
     """The completion a hit answers with: a new id and time, the usage marked cached."""
     out = dict(stored)
-    out["id"] = f"chatcmpl-cache-{uuid.uuid4().hex[:24]}"
+    out["id"] = _ids.next()
     out["created"] = int(time.time())
     usage = out.get("usage")
     if isinstance(usage, dict):

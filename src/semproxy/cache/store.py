@@ -14,6 +14,7 @@ partition holds only requests alike in everything but the last user turn
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -42,10 +43,10 @@ class IndexItem:
 class Candidates:
     """A partition's live items, their vectors stacked in one (n, dim) matrix."""
 
-    keys: tuple[str, ...]
+    keys: Sequence[str]
     matrix: np.ndarray
-    prompts: tuple[str, ...]
-    created: tuple[float, ...]
+    prompts: Sequence[str]
+    created: Sequence[float]
 
 
 class CacheStore(Protocol):

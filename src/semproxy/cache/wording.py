@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-_CONTRACTIONS = (
+_CONTRACTIONS = tuple((re.compile(pattern), replacement) for pattern, replacement in (
     (r"\bcan'?t\b", "can not"), (r"\bwon'?t\b", "will not"), (r"\bshan't\b", "shall not"),
     (r"\bcannot\b", "can not"), (r"n't\b", " not"), (r"'re\b", " are"), (r"'ll\b", " will"),
     (r"'ve\b", " have"), (r"'m\b", " am"), (r"'d\b", " would"),
     (r"\b(what|that|it|there|here|who|where|how|when|let)'s\b", r"\1 is"), (r"'s\b", ""),
-)
+))
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 # Contractions written without an apostrophe that the patterns above expand.
 _BARE_CONTRACTIONS = frozenset({"cant", "wont", "cannot"})
 _CURRENCY_SIGNS = {"$": "dollar", "€": "euro", "£": "pound", "¥": "yen", "%": "percent"}
@@ -80,14 +81,22 @@ def _multiword() -> re.Pattern[str]:
     return re.compile(r"\b(" + "|".join(re.escape(p) for p in phrases) + r")\b")
 
 
+@cache
+def _multiword_starts() -> frozenset[str]:
+    """The first word of every multi-word name: a text with none of them has no name to
+    join, and skips the long alternation above."""
+    return frozenset(n.split(" ", 1)[0] for n in word_list("names.txt") if " " in n)
+
+
 @functools.lru_cache(maxsize=4096)
 def read(text: str) -> Wording:
     """The wording of `text` (any length; callers cap what they store). Cached: a
     stored prompt is read again on every lookup that compares it."""
     text = text.replace("\u2019", "'").replace("\u2018", "'")
-    letters = [c for c in text if c.isalpha()]
-    if letters and sum(c.isupper() for c in letters) > 0.6 * len(letters):
-        text = text.lower()  # a shouted prompt: its capitals say nothing of names or code
+    if not text.islower():  # (a prompt in lower case, the most, has no capitals to count)
+        letters = [c for c in text if c.isalpha()]
+        if letters and sum(c.isupper() for c in letters) > 0.6 * len(letters):
+            text = text.lower()  # a shouted prompt: its capitals say nothing of names or code
     quoted = tuple(q.strip().lower() for q in _QUOTED.findall(text))
     marked: set[str] = set()
     words: list[str] = []
@@ -106,8 +115,11 @@ def read(text: str) -> Wording:
                 and not _sentence_start(chunks[i - 1], chunk) and bare != "I":
             marked.add(bare.lower())
         words.extend(_plain_words(chunk.lower()))
-    joined = _multiword().sub(lambda m: m.group(1).replace(" ", "_"), " ".join(words))
-    tokens, numbers = _numbers(joined.split())
+    if _multiword_starts().isdisjoint(words):
+        tokens, numbers = _numbers(words)
+    else:
+        joined = _multiword().sub(lambda m: m.group(1).replace(" ", "_"), " ".join(words))
+        tokens, numbers = _numbers(joined.split())
     return Wording(tuple(tokens), tuple(numbers), quoted, frozenset(marked))
 
 
@@ -122,9 +134,12 @@ def _sentence_start(before: str, chunk: str) -> bool:
 
 
 def _plain_words(chunk: str) -> list[str]:
-    for pattern, replacement in _CONTRACTIONS:
-        chunk = re.sub(pattern, replacement, chunk)
-    chunk = re.sub(r"(?<=\d),(?=\d{3}\b)", "", chunk)  # 50,000 -> 50000
+    # Every contraction pattern needs an apostrophe but the three bare ones.
+    if "'" in chunk or "can" in chunk or "won" in chunk:
+        for pattern, replacement in _CONTRACTIONS:
+            chunk = pattern.sub(replacement, chunk)
+    if "," in chunk:
+        chunk = _THOUSANDS.sub("", chunk)  # 50,000 -> 50000
     out: list[str] = []
     sign: str | None = None  # "$20" reads as "20 dollar", as "20 dollars" does
     for token in _WORD.findall(chunk):

@@ -16,17 +16,21 @@ is stricter, never looser, and says so:
 - `policy` defaults to an in-process store (`memory`) unless `redis_host` is given.
 
 semproxy's own fields: `mode` (`shadow` serves from upstream and only records),
-`max_temperature`, `deadline`, `memory_max_bytes`, `semantic.near_miss`,
-`semantic.max_entries`.
+`shadow_threshold`, `max_temperature`, `deadline`, `memory_max_bytes`,
+`semantic.near_miss`, `semantic.max_entries`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from semproxy.config.strict import Strict
+from semproxy.embeddings import minilm
+from semproxy.embeddings.factory import EmbeddingSpec
+from semproxy.embeddings.registry import ACCURATE_MODEL, DEFAULT_LOCAL_MODEL
 
 Layer = Literal["exact", "semantic"]
 
@@ -128,6 +132,19 @@ class AICache(Strict):
     # ms a cache read or write may take before it counts as a miss (fail-open).
     deadline: int = Field(default=50, ge=1, le=5000)
     memory_max_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+    # mode: shadow: a would-be answer whose cosine with the fresh one (in-process model)
+    # is below this counts as a wrong hit (cache/shadow.py says what it cannot see).
+    shadow_threshold: float = Field(default=0.8, ge=0.0, le=1.0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _semantic_defaults(cls, data: object) -> object:
+        # `layers: [exact, semantic]` without a `semantic` block uses its defaults (APISIX
+        # needs the block for its embedding service; semproxy needs none).
+        if isinstance(data, dict) and "semantic" in (data.get("layers") or ()) \
+                and data.get("semantic") is None:
+            return {**data, "semantic": {}}
+        return data
 
     @field_validator("layers")
     @classmethod
@@ -152,3 +169,33 @@ class AICache(Strict):
     @property
     def semantic_on(self) -> bool:
         return "semantic" in self.layers
+
+
+def vector_model(embeddings: EmbeddingSpec | None) -> str:
+    """The model whose vectors a route's semantic layer compares, by the name its hit rule
+    was measured under (cache/hitrule.py `DEFAULT_RULES`).
+
+    A semantic route's routing vectors: wordllama's for `wordllama`, `fast` and
+    `model: accurate` (the cascade's fast stage embeds every prompt, its strong stage
+    only the ambiguous ones, so only the fast vector is there for every lookup),
+    MiniLM's ("accurate", the name its rule was measured under) for
+    `all-MiniLM-L6-v2`, and a remote model's under its fingerprint (no measured rule:
+    `semantic.similarity_threshold` should be calibrated). Any other route: the
+    in-process wordllama embeds the compared text.
+    """
+    if embeddings is None:
+        return DEFAULT_LOCAL_MODEL
+    if embeddings.target is not None:
+        return embeddings.fingerprint
+    return ACCURATE_MODEL if embeddings.model == minilm.MODEL_NAME else DEFAULT_LOCAL_MODEL
+
+
+def check(conf: AICache, path: str, warn: Callable[[str], None]) -> None:
+    """Load-time warnings for fields pasted from APISIX that semproxy reads differently."""
+    if conf.fail_mode == "error":
+        warn(f"{path}.fail_mode: semproxy always fails open (a cache fault is a miss, never "
+             "an error); \"error\" is read as \"warn\"")
+    semantic = conf.semantic
+    if semantic is not None and semantic.embedding is not None:
+        warn(f"{path}.semantic.embedding: not called; the semantic layer compares the "
+             "routing vector (or the in-process model's)")

@@ -13,14 +13,18 @@ item of a block list, before the `]` of a flow list, or a new `examples` key.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import orjson
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 Edit = tuple[int, int, str]  # replace text[start:end] with the string
+# Characters a YAML reader refuses (C1 controls, DEL, non-characters) or folds
+# into a space inside quotes (NEL, line and paragraph separators).
+_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")
 
 
 class ConfigEditError(ValueError):
@@ -129,6 +133,13 @@ def _verify(before: str, after: str, route_id: str, threshold: float,
         raise ConfigEditError("the edit changed more than the thresholds; nothing written")
 
 
+def quoted(value: Any) -> str:
+    """`value` as JSON that reads back as the same value in YAML too: the characters
+    YAML would refuse or fold are written as \\u escapes, which both read."""
+    text = json.dumps(value, ensure_ascii=False)
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def _scalar(text: str, block: bool) -> str:
     """One example as YAML: plain when that reads back as the same string, else quoted.
 
@@ -138,9 +149,9 @@ def _scalar(text: str, block: bool) -> str:
     if block:
         plain = yaml.safe_dump(text, width=1 << 20, allow_unicode=True)
         plain = plain.removesuffix("\n").removesuffix("\n...").strip()
-        if "\n" not in plain and yaml.safe_load(plain) == text:
+        if "\n" not in plain and yaml.safe_load(plain) == text and not _UNSAFE.search(plain):
             return plain
-    return orjson.dumps(text).decode()
+    return quoted(text)
 
 
 def _append_items(text: str, node: SequenceNode, new: Sequence[str], is_json: bool) -> Edit:

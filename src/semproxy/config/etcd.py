@@ -24,6 +24,10 @@ class EtcdCompacted(EtcdError):
     """The revision we wanted to resume from is gone: reload everything."""
 
 
+class EtcdConflict(EtcdError):
+    """A conditional write found keys changed since they were read: read again."""
+
+
 def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
@@ -93,12 +97,26 @@ class EtcdClient:
         data = await self._call("/v3/kv/put", {"key": _b64(key), "value": _b64(value)})
         return int(data["header"]["revision"])
 
-    async def replace(self, puts: dict[str, str], deletes: list[str]) -> int:
-        """Write `puts` and remove `deletes` in one transaction: one revision, one watch event."""
+    async def replace(self, puts: dict[str, str], deletes: list[str],
+                      unchanged: tuple[str, int] | None = None) -> int:
+        """Write `puts` and remove `deletes` in one transaction: one revision, one watch event.
+
+        With `unchanged` = (prefix, revision), only if no key under the prefix was
+        written after that revision (EtcdConflict otherwise): a read-modify-write
+        then never overwrites another writer's change.
+        """
         ops: list[dict[str, Any]] = [
             {"request_put": {"key": _b64(k), "value": _b64(v)}} for k, v in puts.items()]
         ops += [{"request_delete_range": {"key": _b64(k)}} for k in deletes]
-        data = await self._call("/v3/kv/txn", {"success": ops})
+        body: dict[str, Any] = {"success": ops}
+        if unchanged is not None:
+            prefix, revision = unchanged
+            body["compare"] = [{"key": _b64(prefix), "range_end": _b64(prefix_end(prefix)),
+                                "target": "MOD", "result": "LESS",
+                                "mod_revision": str(revision + 1)}]
+        data = await self._call("/v3/kv/txn", body)
+        if unchanged is not None and not data.get("succeeded", False):
+            raise EtcdConflict("the config in etcd changed during the write")
         return int(data["header"]["revision"])
 
     async def watch(self, prefix: str, start_revision: int

@@ -35,6 +35,18 @@ class Pricing(Strict):
     cached_input: Money | None = None
 
 
+class BudgetRouting(Strict):
+    """`balancer.budget_routing` of a semantic route (governance/tiers.py): as a consumer's
+    money budget crosses its tiers, a pick that is not the cheapest keeps a prompt only
+    when its score clears its threshold by `keep_margin[tier - 1]` (the last value for
+    further tiers); other prompts move to a cheaper instance by meaning. Cheaper: a
+    lower blended price, `input_share` of input price plus the rest of output price."""
+
+    keep_margin: list[Annotated[float, Field(ge=0, le=2, allow_inf_nan=False)]] = Field(
+        min_length=1, max_length=8)
+    input_share: float = Field(default=0.75, ge=0, le=1, allow_inf_nan=False)
+
+
 class InstanceQuota(Strict):
     """APISIX `instances[]`: one instance's own token quota (skipped when spent)."""
 

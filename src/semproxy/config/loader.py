@@ -44,7 +44,7 @@ def parse_document(text: str, source: str = "<config>") -> Any:
     config can hold a key, and these messages reach logs and the admin API.
     """
     try:
-        if source.endswith(".json") or text.lstrip().startswith("{"):
+        if is_json(text, source):
             return orjson.loads(text)
         return load_yaml(text)
     except orjson.JSONDecodeError as exc:
@@ -54,6 +54,11 @@ def parse_document(text: str, source: str = "<config>") -> Any:
         raise ConfigError([f"{source}: not valid YAML: {yaml_problem(exc)}"]) from exc
     except RecursionError as exc:  # PyYAML recurses once per nesting level
         raise ConfigError([f"{source}: nests too deeply to parse"]) from exc
+
+
+def is_json(text: str, source: str) -> bool:
+    """Whether a config text is read as JSON (by its name, or its first character)."""
+    return source.endswith(".json") or text.lstrip().startswith("{")
 
 
 def yaml_problem(exc: yaml.YAMLError) -> str:

@@ -3,7 +3,7 @@
 A value is masked by where it sits, never by what it looks like, so no format
 of key slips through: auth header and query values, the admin key, consumer
 keys, active health-check request headers, and the query values and userinfo
-of every endpoint URL. A value that is nothing but a reference to the
+of every endpoint and proxy URL. A value that is nothing but a reference to the
 environment (`${KEY}`, `Bearer ${KEY}`, `$env://KEY`) names no secret and is
 shown as written, so a document view keeps telling where a key comes from.
 
@@ -20,14 +20,12 @@ from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 import yaml
 
-from semproxy.config.secrets import is_credential
+from semproxy.config.secrets import is_credential, twin_index
 
 MASK = "******"
 # A reference, and what may stand around it without holding a secret itself.
 _REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\}|\$env://[A-Za-z0-9_/.-]+")
 _SCHEME_WORD = re.compile(r"^\s*(?:[A-Za-z-]+\s+)?$")
-# Lists whose items pair an instance, route or consumer with its stored twin.
-_IDENTITY = ("id", "name", "username")
 
 
 def mask_value(value: Any) -> Any:
@@ -75,7 +73,7 @@ def shown(value: Any, keys: tuple[str, ...]) -> Any:
     """How one value at this chain of mapping keys is shown."""
     if is_credential(keys):
         return mask_header_line(value) if keys[-1] == "req_headers" else mask_value(value)
-    if isinstance(value, str) and keys[-1:] in (("endpoint",), ("http_path",)):
+    if isinstance(value, str) and keys[-1:] in (("endpoint",), ("http_path",), ("proxy",)):
         return mask_url(value)
     return value
 
@@ -150,18 +148,9 @@ def _restore(new: Any, old: Any, shown: Any) -> Any:
 
 
 def _twin(item: Any, index: int, old: list[Any], shown: list[Any]) -> tuple[Any, Any]:
-    """The stored item `item` stands for: the one with the same id/name, else by place.
-
-    By name first, so reordered instances never swap their credentials.
-    """
-    if isinstance(item, dict):
-        for field in _IDENTITY:
-            if field in item:
-                for j, candidate in enumerate(old):
-                    if isinstance(candidate, dict) and candidate.get(field) == item[field]:
-                        return candidate, shown[j]
-                return None, None
-    return (old[index], shown[index]) if index < len(old) else (None, None)
+    """The stored item `item` stands for, and how it is shown (None, None: no twin)."""
+    j = twin_index(item, index, old)
+    return (None, None) if j is None else (old[j], shown[j])
 
 
 def masked_paths(node: Any, path: str = "") -> list[str]:

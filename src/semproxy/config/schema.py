@@ -19,10 +19,23 @@ from pydantic import (
     field_validator,
 )
 
-# The governance models live in limits.py; named here so
-# the schema module lists every model of the config.
+# The cache models live in cache.py and the governance models in limits.py; named here
+# so the schema module lists every model of the config.
+from semproxy.config.cache import (  # noqa: F401
+    AICache,
+    BypassRule,
+    CacheEmbedding,
+    CacheKey,
+    EmbeddingEndpoint,
+    ExactLayer,
+    Match,
+    RedisIndex,
+    SemanticLayer,
+    VectorSearch,
+)
 from semproxy.config.limits import (  # noqa: F401
     AIRateLimiting,
+    BudgetRouting,
     ConsumerGroup,
     ConsumerGroupPlugins,
     Governance,
@@ -258,6 +271,9 @@ class Balancer(Strict):
     context: Literal["last_user", "conversation"] = "last_user"
     conversation: Conversation = Field(default_factory=Conversation)
     shadow: Shadow | None = None
+    # semproxy extension: as a consumer's budget fills, weak matches of a dearer
+    # instance move to cheaper ones (governance/tiers.py).
+    budget_routing: BudgetRouting | None = None
 
     @field_validator("threshold")
     @classmethod
@@ -392,6 +408,7 @@ class Plugins(Strict):
     key_auth: KeyAuth | None = Field(default=None, alias="key-auth")
     cors: Cors | None = None
     ai_rate_limiting: AIRateLimiting | None = Field(default=None, alias="ai-rate-limiting")
+    ai_cache: AICache | None = Field(default=None, alias="ai-cache")
 
 
 class ConsumerKey(Strict):
@@ -435,6 +452,8 @@ class Admin(Strict):
     listen: Listen = "127.0.0.1:9180"
     key: str | None = None
     allow_no_key_on_loopback: bool = False
+    allow_env: list[Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]] = \
+        Field(default_factory=list)
 
 
 class Root(Strict):

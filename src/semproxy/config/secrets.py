@@ -21,7 +21,7 @@ without its secrets. `serve` always refuses.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import orjson
@@ -42,8 +42,9 @@ def is_credential(keys: tuple[str, ...]) -> bool:
     """Whether the value at this chain of mapping keys (list indices left out) is a
     credential: where APISIX takes secret references and semproxy masks on show."""
     return ((len(keys) >= 3 and keys[-3] == "auth" and keys[-2] in ("header", "query"))
-            or keys[-2:] in (("admin", "key"), ("key-auth", "key"))
-            or keys[-3:] == ("checks", "active", "req_headers"))
+            or keys[-2:] in (("admin", "key"), ("key-auth", "key"), ("ai-cache", "redis_password"))
+            or keys[-3:] == ("checks", "active", "req_headers")
+            or (keys[-1:] == ("api_key",) and "ai-cache" in keys))
 
 
 def expand(node: Any, env: Mapping[str, str], unset: list[str] | None = None
@@ -145,23 +146,62 @@ def _env_ref(name: str, key: str | None, env: Mapping[str, str], path: str,
     return found
 
 
-def variables_outside_credentials(node: Any, path: str = "",
-                                  keys: tuple[str, ...] = ()) -> list[str]:
-    """Where a document sent over the admin API uses `${VAR}` outside credentials.
+# Lists whose items pair an instance, route or consumer with its stored twin.
+IDENTITY = ("id", "name", "username")
 
-    Through the admin API the environment is filled in only where credentials go:
-    anywhere else the value would show in answers and logs, and anyone holding
-    the admin key could read every variable of the gateway's environment.
+
+def twin_index(item: Any, index: int, stored: list[Any]) -> int | None:
+    """Where the stored item that `item` stands for is in `stored`: the item with the
+    same id/name/username, else the one at the same place. By name first, so
+    reordered instances never take each other's values."""
+    if isinstance(item, dict):
+        for key in IDENTITY:
+            if key in item:
+                return next((j for j, old in enumerate(stored)
+                             if isinstance(old, dict) and old.get(key) == item[key]), None)
+    return index if index < len(stored) else None
+
+
+def admin_references(new: Any, stored: Any, allowed: Collection[str], path: str = "",
+                     keys: tuple[str, ...] = ()) -> list[str]:
+    """Where a document or route sent over the admin API names the environment itself.
+
+    The environment belongs to the operator: a reference is filled in when the
+    file the operator wrote holds it at that place (`stored`, as written), so a
+    route read, edited and sent back keeps its `${KEY}`. Any other reference in
+    admin input could copy any variable of the gateway into a header sent to an
+    endpoint the same write chooses, so it is refused unless the variable is in
+    `admin.allow_env`, and only where credentials go. The messages are the same
+    whether the variable is set or not.
     """
-    if isinstance(node, str):
-        if VARIABLE.search(node) and not is_credential(keys):
-            return [f"{path or '<root>'}: ${{VAR}} is filled in only in credentials "
-                    f"({CREDENTIAL_PLACES}) when sent over the admin API"]
-        return []
-    if isinstance(node, dict):
-        return [e for k, v in node.items() for e in variables_outside_credentials(
-            v, f"{path}.{k}" if path else str(k), (*keys, str(k)))]
-    if isinstance(node, list):
-        return [e for i, v in enumerate(node)
-                for e in variables_outside_credentials(v, f"{path}[{i}]", keys)]
+    if isinstance(new, str):
+        return [] if new == stored else _foreign(new, allowed, keys, path or "<root>")
+    if isinstance(new, dict):
+        old = stored if isinstance(stored, dict) else {}
+        return [e for k, v in new.items() for e in admin_references(
+            v, old.get(k), allowed, f"{path}.{k}" if path else str(k), (*keys, str(k)))]
+    if isinstance(new, list):
+        olds = stored if isinstance(stored, list) else []
+        problems = []
+        for i, v in enumerate(new):
+            twin: Any
+            if isinstance(v, str) and v in olds:
+                twin = v  # a string the stored list holds, wherever it stands now
+            else:
+                j = twin_index(v, i, olds)
+                twin = None if j is None else olds[j]
+            problems += admin_references(v, twin, allowed, f"{path}[{i}]", keys)
+        return problems
     return []
+
+
+def _foreign(text: str, allowed: Collection[str], keys: tuple[str, ...], path: str
+             ) -> list[str]:
+    names = [m.group(1) or m.group(3) for m in _ANY_REF.finditer(text)]
+    if not names:
+        return []
+    if not is_credential(keys):
+        return [f"{path}: ${{VAR}} is filled in only in credentials ({CREDENTIAL_PLACES}) "
+                "when sent over the admin API"]
+    return [f"{path}: environment variable {name} may not be named over the admin API "
+            "(admin.allow_env lists those that may)" for name in names if name not in allowed]

@@ -15,12 +15,16 @@ from types import MappingProxyType
 from typing import Any
 
 from semproxy.config import schema as s
+from semproxy.config.cache import AICache, vector_model
+from semproxy.config.cache import check as check_cache
 from semproxy.config.cors import CorsSpec, build_cors
 from semproxy.config.limits_plan import compile_plan
+from semproxy.config.overlap import RouteUri, overlap_warnings
 from semproxy.embeddings.factory import EmbeddingSpec
 from semproxy.embeddings.registry import DEFAULT_LOCAL_MODEL, LOCAL_MODELS
 from semproxy.errors import ConfigError, UpstreamError
 from semproxy.governance.plan import GovernancePlan
+from semproxy.governance.tiers import TierPolicy, blended
 from semproxy.providers.base import Provider
 from semproxy.providers.registry import LOCAL_EMBEDDINGS, PROVIDERS, embedding_provider_names
 from semproxy.transport.target import NetPolicy, Target, TlsFiles
@@ -75,6 +79,7 @@ class SemanticSpec:
     auto_threshold: bool = False
     conversation: s.Conversation | None = None  # None: route on the last user turn only
     background_weight: float = 0.0  # balancer.background_weight (fast model only)
+    budget: TierPolicy | None = None  # balancer.budget_routing (governance/tiers.py)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,6 +116,9 @@ class RouteSpec:
     shadow: ShadowSpec | None = None
     strict_models: bool = False
     cors: CorsSpec | None = None  # the `cors` plugin: off unless the route has it
+    cache: AICache | None = None  # the route's `ai-cache` plugin
+    # The model whose vectors the cache's semantic layer compares (config/cache.py).
+    cache_model: str = DEFAULT_LOCAL_MODEL
 
     def instance(self, name: str) -> InstanceSpec:
         return next(i for i in self.instances if i.name == name)
@@ -176,6 +184,8 @@ def build(raw: s.Root, version: str, document: Mapping[str, Any] | None = None
         spec = _route(route, path, errs, _written_route(document, i))
         if spec is not None and route.status == 1:  # status 0: checked, but not served
             routes.append(spec)
+    errs.warnings += overlap_warnings([RouteUri(i, r.id, r.uri) for i, r in enumerate(raw.routes)
+                                       if r.status == 1])
     consumers = _consumers(raw, errs)
     governance = compile_plan(raw, errs.add)
     if raw.admin is not None and (refusal := admin_refusal(raw.admin)) is not None:
@@ -272,7 +282,11 @@ def _route(route: s.Route, path: str, errs: _Errors, written: Mapping[str, Any]
         key_auth=route.plugins.key_auth, strict_models=multi.strict_models,
         cors=None if route.plugins.cors is None else build_cors(
             route.plugins.cors, f"{path}.plugins.cors", errs.add),
+        cache=route.plugins.ai_cache,
+        cache_model=vector_model(semantic.embeddings if semantic else None),
     )
+    if route.plugins.ai_cache is not None:
+        check_cache(route.plugins.ai_cache, f"{path}.plugins.ai-cache", errs.warnings.append)
     if balancer.shadow is None:
         return spec
     return replace(spec, shadow=_shadow(balancer.shadow, multi, spec, f"{ppath}.balancer.shadow",
@@ -412,6 +426,9 @@ def _semantic(
     if balancer.algorithm != "semantic":
         if opts is not None:
             errs.add(f"{ppath}.semantic_opts", "only valid with balancer.algorithm semantic")
+        if balancer.budget_routing is not None:
+            errs.add(f"{ppath}.balancer.budget_routing",
+                     "only valid with balancer.algorithm semantic")
         if examples:
             errs.warnings.append(f"{ppath}: instances have examples but the balancer is "
                                  f"{balancer.algorithm}; the examples are ignored")
@@ -438,7 +455,25 @@ def _semantic(
         embeddings=emb, catchall=catchall, apisix_header=opts is not None and opts.debugging,
         center=balancer.center, background_weight=balancer.background_weight,
         conversation=balancer.conversation if balancer.context == "conversation" else None,
+        budget=_budget(multi, f"{ppath}.balancer.budget_routing", errs),
     )
+
+
+def _budget(multi: s.AIProxyMulti, path: str, errs: _Errors) -> TierPolicy | None:
+    """The route's tier policy; every instance needs prices to tell what is cheaper."""
+    conf = multi.balancer.budget_routing
+    if conf is None:
+        return None
+    if conf.keep_margin != sorted(conf.keep_margin):
+        errs.add(f"{path}.keep_margin", "margins grow with the tier (more prompts move as "
+                 "the budget fills)")
+    unpriced = [i.name for i in multi.instances if i.pricing is None]
+    if unpriced:
+        errs.add(path, f"needs pricing on every instance to tell what is cheaper: "
+                 f"{', '.join(unpriced)} have none")
+    prices = {i.name: blended(i.pricing.input, i.pricing.output, conf.input_share)
+              for i in multi.instances if i.pricing is not None}
+    return TierPolicy(tuple(conf.keep_margin), MappingProxyType(prices))
 
 
 def _warn_unset_threshold(multi: s.AIProxyMulti, ppath: str, errs: _Errors) -> None:

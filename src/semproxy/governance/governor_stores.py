@@ -76,18 +76,22 @@ class StoreSet:
                          for name, store in stores.items()}
         self._pending: dict[str, deque[_Pending]] = {name: deque() for name in stores}
         self._flushing: set[str] = set()
+        self._specs: dict[str, StoreSpec] = {}  # what each store was opened from (for_plan)
 
     @classmethod
     def for_plan(cls, plan: GovernancePlan, previous: StoreSet | None = None) -> StoreSet:
         """The plan's stores, reusing the previous version's where the spec is the same."""
-        reuse = previous._stores if previous else {}
+        # A store is kept when its spec is the same (a new SQLite path opens a new file).
+        reuse = {name: store for name, store in previous._stores.items()
+                 if previous._specs.get(name) == plan.stores.get(name)} if previous else {}
         stores = {name: reuse[name] if name in reuse else open_store(spec, name)
                   for name, spec in plan.stores.items()}
         s = plan.settings
         sync = SyncSettings(s.sync_interval, max(4 * s.sync_interval, 1.0), s.reservation_lease)
         made = cls(stores, s.store_error_log_interval, s.store_retry_after, sync)
+        made._specs = dict(plan.stores)
         if previous is not None:
-            kept = [k for k in stores if k in previous._stores]
+            kept = [k for k in stores if k in reuse]
             made._health.update({k: previous._health[k] for k in kept})
             made._syncers.update({k: previous._syncers[k] for k in kept})
             made._pending.update({k: previous._pending[k] for k in kept})

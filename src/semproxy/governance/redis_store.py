@@ -6,9 +6,10 @@ increment can never interleave with another replica's; redis-py sends them by
 SHA and loads them again after a restart (NOSCRIPT). Requests reach Redis through
 leases (governance/lease.py): one sync script per worker every few hundred
 milliseconds carries every counter's report and the ledger, instead of two
-scripts per request. The spend ledger is kept as one hash per UTC day of sums
-per consumer, group, route, instance and end user (field "dimension|value|what"),
-so reading a month's spend is about 31 HGETALLs whatever the traffic.
+scripts per request. The spend ledger is kept as hashes of sums per consumer,
+group, route, instance and end user (field "dimension|value|what"), one per UTC
+day, hour and minute (periods.py: how long each is kept), so reading a month's
+spend is about 31 HGETALLs and an hour's one, whatever the traffic.
 
 `policy: redis-cluster` is refused: a script may only touch keys of one hash
 slot, and a request's counters (a consumer's, its group's, the route's) and the
@@ -19,7 +20,6 @@ with extra steps.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -32,9 +32,9 @@ from redis.exceptions import RedisError
 
 from semproxy.governance.lease import LeaseAsk, LeaseGrant
 from semproxy.governance.model import Hold, Outcome, Settle
+from semproxy.governance.periods import covering, hashes_of, spend_key
 from semproxy.governance.store import DIMENSIONS, SpendEntry, SpendRow, StoreError
 
-DAY = 86400
 _WHAT = ("requests", "input", "output", "cached_input", "cost")
 
 
@@ -129,7 +129,7 @@ class RedisStore:
                      entry: SpendEntry | None = None) -> None:
         keys = [f"{self._p}done:{res_id}"]
         markers: list[str] = []
-        args: list[Any] = [res_id, DAY, len(settles)]
+        args: list[Any] = [res_id, 86400, len(settles)]
         for item in settles:
             keys += (f"{self._p}c:{item.counter}", f"{self._p}z:{item.counter}")
             if item.exclusive:
@@ -138,9 +138,9 @@ class RedisStore:
                      2 * len(settles) + 1 + len(markers) if item.exclusive else 0)
         fields = _spend_fields(entry) if entry is not None else []
         keys += markers
-        if entry is not None:
-            keys.append(self._day_key(entry.at))
-        args += (1 if entry is not None else 0, len(fields) // 2, *fields)
+        spans = hashes_of(entry.at) if entry is not None else []
+        keys += [self._p + spend_key(span) for span in spans]
+        args += (len(spans), *(span.ttl_s for span in spans), len(fields) // 2, *fields)
         await self._call(self._settle, keys, args)
 
     async def sync(self, worker: str, asks: Sequence[LeaseAsk],
@@ -156,11 +156,11 @@ class RedisStore:
         args.append(len(batches))
         for batch, entries in batches:
             keys.append(f"{self._p}done:{batch}")
-            days = _by_day(entries)
-            args.append(len(days))
-            for day, fields in days.items():
-                keys.append(self._day_key(day))
-                args += (len(fields), *(x for pair in fields.items() for x in pair))
+            hashes = _by_span(entries)
+            args.append(len(hashes))
+            for (key, ttl_s), fields in hashes.items():
+                keys.append(self._p + key)
+                args += (ttl_s, len(fields), *(x for pair in fields.items() for x in pair))
         answer = await self._call(self._sync, keys, args)
         return [LeaseGrant(int(answer[i]), int(answer[i + 1]), int(answer[i + 2]))
                 for i in range(0, len(answer), 3)]
@@ -170,17 +170,20 @@ class RedisStore:
         return int(await self._call(self._used, keys, [int(now * 1000)]))
 
     async def spend(self, dimension: str, since: float, until: float) -> list[SpendRow]:
+        """Summed from the coarsest hashes that tile the range (periods.covering)."""
         if dimension not in DIMENSIONS:
             raise ValueError(f"dimension must be one of {', '.join(DIMENSIONS)}")
         sums: dict[str, list[int]] = {}
-        day = int(since // DAY) * DAY
+        keys = [self._p + spend_key(span) for span in covering(since, until)]
         try:
-            while day < until:
-                fields = await self._client.hgetall(self._day_key(day))
-                _add(sums, fields, dimension)
-                day += DAY
+            async with self._client.pipeline(transaction=False) as pipe:
+                for key in keys:
+                    pipe.hgetall(key)
+                found = await pipe.execute()
         except (RedisError, OSError) as exc:
             raise StoreError(f"redis: {exc}") from exc
+        for fields in found:
+            _add(sums, fields, dimension)
         rows = [SpendRow(k, *v) for k, v in sums.items()]
         return sorted(rows, key=lambda r: (-r.cost, r.key))
 
@@ -195,16 +198,14 @@ class RedisStore:
         except (RedisError, OSError) as exc:
             raise StoreError(f"redis: {type(exc).__name__}: {exc}") from exc
 
-    def _day_key(self, at: float) -> str:
-        return f"{self._p}spend:{time.strftime('%Y%m%d', time.gmtime(at))}"
 
 
-def _by_day(entries: Sequence[SpendEntry]) -> dict[float, dict[str, int]]:
-    """A batch's ledger sums per UTC day, as the day hashes' fields."""
-    days: dict[float, dict[str, int]] = {}
+def _by_span(entries: Sequence[SpendEntry]) -> dict[tuple[str, int], dict[str, int]]:
+    """A batch's ledger sums per spend hash (its day's, hour's and minute's), keyed by
+    (hash key without the prefix, how long the hash is kept)."""
     rows: dict[tuple[float, str, str, str, str, str], list[int]] = {}
-    for e in entries:  # rows of one day and key are summed: a day hash has one field each
-        key = (e.at // DAY * DAY, e.consumer, e.group, e.route, e.instance, e.end_user)
+    for e in entries:  # rows of one minute and key are summed: a hash has one field each
+        key = (e.at // 60 * 60, e.consumer, e.group, e.route, e.instance, e.end_user)
         row = rows.get(key)
         if row is None:
             rows[key] = [e.requests, e.input, e.output, e.cached_input, e.cost]
@@ -214,13 +215,15 @@ def _by_day(entries: Sequence[SpendEntry]) -> dict[float, dict[str, int]]:
             row[2] += e.output
             row[3] += e.cached_input
             row[4] += e.cost
-    for (day, *names), values in rows.items():
-        fields = days.setdefault(day, {})
-        for dimension, name in zip(DIMENSIONS, names, strict=True):
-            for what, value in zip(_WHAT, values, strict=True):
-                field = f"{dimension}|{name}|{what}"
-                fields[field] = fields.get(field, 0) + value
-    return days
+    hashes: dict[tuple[str, int], dict[str, int]] = {}
+    for (minute, *names), values in rows.items():
+        for span in hashes_of(minute):
+            fields = hashes.setdefault((spend_key(span), span.ttl_s), {})
+            for dimension, name in zip(DIMENSIONS, names, strict=True):
+                for what, value in zip(_WHAT, values, strict=True):
+                    field = f"{dimension}|{name}|{what}"
+                    fields[field] = fields.get(field, 0) + value
+    return hashes
 
 
 def _spend_fields(entry: SpendEntry) -> list[Any]:

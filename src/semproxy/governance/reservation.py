@@ -74,7 +74,7 @@ class Reservation:
     placed: list[Placed] = field(default_factory=list)
     readings: list[Reading] = field(default_factory=list)
     budget_fraction: float = 0.0  # the largest share of a money budget now used or held
-    tier: int = 0  # how many of that budget's tiers the share has crossed
+    tier: int = 0  # the most tiers any of its money budgets has crossed
     settled: bool = False
     steps: int = 0
     proven: bool = True  # the input bound is proven (else: single reservations, exclusive)

@@ -1,9 +1,11 @@
 -- semproxy governance: one worker's lease sync, all counters and ledger batches at once.
 -- The rule is governance/lease.py `apply_ask`. KEYS: per ask its buckets (charged
--- first) as hash, zset; then per ledger batch its "done" marker and its day hashes.
+-- first) as hash, zset; then per ledger batch its "done" marker and its spend hashes
+-- (a day's, an hour's and a minute's sums).
 -- ARGV: worker, now_ms, lease_ms, asks, then per ask:
 --       buckets, limit, ttl_s, keep (0/1), seq, spent, want, need;
---       then batches, and per batch: day hashes, then per hash: fields, field/amount pairs.
+--       then batches, and per batch: spend hashes, then per hash: ttl_s, fields,
+--       field/amount pairs.
 -- Answers per ask: hold, free, holders.
 local w, now, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local lf, uf, qf = 'l:' .. w, 'u:' .. w, 'q:' .. w
@@ -51,16 +53,16 @@ end
 local batches = tonumber(ARGV[a])
 a = a + 1
 for _ = 1, batches do
-  local days = tonumber(ARGV[a])
+  local hashes = tonumber(ARGV[a])
   local fresh = redis.call('SET', KEYS[k], '1', 'NX', 'EX', 86400)
   a, k = a + 1, k + 1
-  for _ = 1, days do
-    local fields, h = tonumber(ARGV[a]), KEYS[k]
+  for _ = 1, hashes do
+    local ttl, fields, h = ARGV[a], tonumber(ARGV[a + 1]), KEYS[k]
     for f = 0, fields - 1 do
-      if fresh then redis.call('HINCRBY', h, ARGV[a + 1 + 2 * f], ARGV[a + 2 + 2 * f]) end
+      if fresh then redis.call('HINCRBY', h, ARGV[a + 2 + 2 * f], ARGV[a + 3 + 2 * f]) end
     end
-    if fresh and redis.call('TTL', h) < 0 then redis.call('EXPIRE', h, 400 * 86400) end
-    a, k = a + 1 + 2 * fields, k + 1
+    if fresh and redis.call('TTL', h) < 0 then redis.call('EXPIRE', h, ttl) end
+    a, k = a + 2 + 2 * fields, k + 1
   end
 end
 return answer

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import math
 import os
 import time
 from collections.abc import Callable
@@ -79,7 +80,10 @@ class LeaseSyncer:
             lease = Lease(counter, reads, limit, ttl_s, keep, charge_until)
             self.leases[counter] = lease
         elif lease.limit != limit:
-            lease.limit = limit  # a reload changed the amount; the counter is the same
+            # A reload changed the amount; the counter is the same. What the last sync
+            # said is free was measured against the old amount: sync before admitting.
+            lease.limit = limit
+            lease.synced_at = -math.inf
         return lease
 
     def is_fresh(self, lease: Lease, now: float) -> bool:

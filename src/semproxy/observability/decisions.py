@@ -21,9 +21,11 @@ from semproxy.observability.observer import DecisionView, RequestObserver, shado
 from semproxy.types import Usage
 
 Entry = dict[str, Any]
-# seq, time, route, instance, status, seconds, decision, prompt: kept as a tuple and
-# turned into an `Entry` only when someone reads it (most rows never are).
-Row = tuple[int, float, str, str, int, float, "DecisionView | None", "str | None"]
+# seq, time, route, instance, status, seconds, decision, prompt, budget: kept as a tuple
+# and turned into an `Entry` only when someone reads it (most rows never are).
+Budget = tuple[int, str, str]  # tier, the semantic pick, the instance the budget rule chose
+Row = tuple[int, float, str, str, int, float, "DecisionView | None", "str | None",
+            "Budget | None"]
 LISTENER_BACKLOG = 1000
 SHADOW_KEYS = ("agree", "disagree", "errors", "dropped")
 PROMPT_CHARS = 500  # enough to recognise a prompt in the live view
@@ -39,7 +41,8 @@ class DecisionLog(RequestObserver):
         self.shadow_counts: dict[str, list[int]] = {}
         self._shadows: deque[Entry] = deque(maxlen=size)
         # The decision of the request running in this task, until its response.
-        self._pending: contextvars.ContextVar[tuple[DecisionView, str | None] | None] = \
+        self._pending: contextvars.ContextVar[
+            tuple[DecisionView, str | None, Budget | None] | None] = \
             contextvars.ContextVar("semproxy_pending_decision", default=None)
 
     def listen(self) -> asyncio.Queue[Entry]:
@@ -80,7 +83,12 @@ class DecisionLog(RequestObserver):
     # -- RequestObserver ---------------------------------------------------
     def on_semantic(self, route: str, decision: DecisionView, prompt: str | None = None
                     ) -> None:
-        self._pending.set((decision, prompt))
+        self._pending.set((decision, prompt, None))
+
+    def on_budget(self, route: str, tier: int, pick: str, served: str) -> None:
+        pending = self._pending.get()
+        if pending is not None:
+            self._pending.set((pending[0], pending[1], (tier, pick, served)))
 
     def on_response(self, route: str, instance: str, status: int, seconds: float,
                     ttft: float | None, usage: Usage | None, protocol: str = "chat") -> None:
@@ -89,9 +97,9 @@ class DecisionLog(RequestObserver):
             self._pending.set(None)
         if route == "-":  # no route matched: nothing was routed
             return
-        decision, prompt = pending if pending is not None else (None, None)
+        decision, prompt, budget = pending if pending is not None else (None, None, None)
         self.record((next(self._seq), time.time(), route, instance, status, seconds, decision,
-                     prompt))
+                     prompt, budget))
 
     def on_shadow(self, route: str, serving: str, decision: DecisionView) -> None:
         counts = self.shadow_counts.setdefault(route, [0, 0, 0, 0])
@@ -109,7 +117,8 @@ class DecisionLog(RequestObserver):
 
 
 def entry(seq: int, at: float, route: str, instance: str, status: int, seconds: float,
-          decision: DecisionView | None, prompt: str | None = None) -> Entry:
+          decision: DecisionView | None, prompt: str | None = None,
+          budget: Budget | None = None) -> Entry:
     top = None if decision is None else decision.top_score
     row: Entry = {
         "seq": seq, "at": round(at, 3), "route": route,
@@ -120,6 +129,9 @@ def entry(seq: int, at: float, route: str, instance: str, status: int, seconds: 
         "context": None if decision is None or not decision.context else list(decision.context),
         "latency_ms": round(seconds * 1000, 1),
     }
+    if budget is not None:  # budget-aware routing read the decision again
+        row["budget"] = {"tier": budget[0], "pick": budget[1], "served": budget[2],
+                         "moved": budget[1] != budget[2]}
     if prompt is not None:
         row["prompt"] = prompt[:PROMPT_CHARS]
         # The playground offers "add as example" only for a prompt it has whole.

@@ -27,6 +27,10 @@ class FanoutObserver(RequestObserver):
         for o in self.observers:
             o.on_semantic(route, decision, prompt)
 
+    def on_budget(self, route: str, tier: int, pick: str, served: str) -> None:
+        for o in self.observers:
+            o.on_budget(route, tier, pick, served)
+
     def on_embedding(self, route: str, seconds: float | None, decision_cached: bool | None
                      ) -> None:
         for o in self.observers:
@@ -52,3 +56,20 @@ class FanoutObserver(RequestObserver):
     def on_shadow_dropped(self, route: str) -> None:
         for o in self.observers:
             o.on_shadow_dropped(route)
+
+    def on_cache(self, route: str, status: str, layer: str | None) -> None:
+        for o in self.observers:
+            o.on_cache(route, status, layer)
+
+    def on_cache_store(self, route: str, outcome: str) -> None:
+        for o in self.observers:
+            o.on_cache_store(route, outcome)
+
+    def on_cache_saved(self, route: str, usage: Usage, money: float) -> None:
+        for o in self.observers:
+            o.on_cache_saved(route, usage, money)
+
+    def on_cache_shadow(self, route: str, layer: str, similarity: float | None,
+                        wrong: bool) -> None:
+        for o in self.observers:
+            o.on_cache_shadow(route, layer, similarity, wrong)

@@ -23,7 +23,8 @@ from prometheus_client import (
 )
 from prometheus_client import multiprocess as mp
 
-from semproxy.observability.observer import DecisionView, RequestObserver
+from semproxy.observability.cache_metrics import CacheMetrics
+from semproxy.observability.observer import DecisionView, FoldedCount, RequestObserver
 from semproxy.observability.tokens import COMPLETION, PROMPT, TOTAL
 from semproxy.types import Usage
 
@@ -116,6 +117,14 @@ class Metrics(RequestObserver):
         self.shadow_dropped = Counter("semproxy_shadow_dropped_total",
                                       "Shadow decisions skipped because the queue was full",
                                       ["route"], registry=r)
+        self.budget = Counter("semproxy_budget_routing_total",
+                              "Semantic decisions read again by budget-aware routing: the "
+                              "pick kept (served = pick) or moved to a cheaper instance",
+                              ["route", "tier", "pick", "served"], registry=r)
+        # Counters kept as plain numbers elsewhere (governance), folded in at scrape time.
+        self._folded: dict[str, Counter] = {}
+        self._seen: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+        self.cache_metrics = CacheMetrics(r, self._child)
         self._shed_seen = 0
         self._version: str | None = None
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
@@ -152,7 +161,41 @@ class Metrics(RequestObserver):
     def on_shadow_dropped(self, route: str) -> None:
         self._child(self.shadow_dropped, route).inc()
 
+    def on_budget(self, route: str, tier: int, pick: str, served: str) -> None:
+        self._child(self.budget, route, str(tier), pick, served).inc()
+    def on_cache(self, route: str, status: str, layer: str | None) -> None:
+        self.cache_metrics.on_cache(route, status, layer)
+
+    def on_cache_store(self, route: str, outcome: str) -> None:
+        self.cache_metrics.on_cache_store(route, outcome)
+
+    def on_cache_saved(self, route: str, usage: Usage, money: float) -> None:
+        self.cache_metrics.on_cache_saved(route, usage, money)
+
+    def on_cache_shadow(self, route: str, layer: str, similarity: float | None,
+                        wrong: bool) -> None:
+        self.cache_metrics.on_cache_shadow(route, layer, similarity, wrong)
+
     # -- the rest of the gateway -------------------------------------------
+    def on_counts(self, rows: Iterable[FoldedCount]) -> None:
+        """Fold counters kept as plain numbers (totals so far) into Prometheus counters:
+        each series grows by what its total grew since the last fold."""
+        for row in rows:
+            key = (row.name, row.labels)
+            seen = self._seen.get(key)
+            if seen is not None and row.value <= seen:
+                continue
+            self._seen[key] = row.value
+            metric = self._folded.get(row.name)
+            if metric is None:
+                metric = self._folded[row.name] = Counter(
+                    row.name.removesuffix("_total"), row.help,
+                    [name for name, _ in row.labels], registry=self.registry)
+            # A series shows from its first fold, at 0 too (a rate over it starts there).
+            child = self._child(metric, *(value for _, value in row.labels))
+            if row.value > (seen or 0):
+                child.inc(row.value - (seen or 0))
+
     def on_embedding(self, route: str, seconds: float | None, decision_cached: bool | None
                      ) -> None:
         if seconds is not None:  # a decision-cache hit embedded nothing: not a duration

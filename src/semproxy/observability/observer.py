@@ -44,6 +44,23 @@ def shadow_fields(decision: DecisionView) -> dict[str, object]:
     return {"shadow_pick": decision.pick, "shadow_score": None if top is None else round(top, 4)}
 
 
+class FoldedCount(Protocol):
+    """A counter kept as a plain number by another room (governance/counts.py `Count`),
+    read at scrape time: its total so far under one set of labels."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def help(self) -> str: ...
+
+    @property
+    def labels(self) -> tuple[tuple[str, str], ...]: ...
+
+    @property
+    def value(self) -> float: ...
+
+
 class RequestObserver:
     """The moments the request path reports, each a no-op here."""
 
@@ -57,6 +74,10 @@ class RequestObserver:
                     ) -> None:
         """Semantic routing decided (before any attempt). `prompt` is the routed text,
         given only when the route's `logging.payloads` allows recording it."""
+
+    def on_budget(self, route: str, tier: int, pick: str, served: str) -> None:
+        """A consumer past `tier` of its budget: the budget rule kept the semantic pick
+        (`served == pick`) or moved the prompt to a cheaper instance."""
 
     def on_embedding(self, route: str, seconds: float | None, decision_cached: bool | None
                      ) -> None:
@@ -81,6 +102,22 @@ class RequestObserver:
 
     def on_shadow_dropped(self, route: str) -> None:
         """A shadow decision was not made: the shadow queue was full."""
+
+    def on_cache(self, route: str, status: str, layer: str | None) -> None:
+        """The response cache's part in one request: `status` is its X-AI-Cache-Status
+        (HIT-L1, HIT-L2, MISS, BYPASS, REFRESH), `layer` the one that hit."""
+
+    def on_cache_store(self, route: str, outcome: str) -> None:
+        """An answer the cache was offered: "stored", or why it was not (too_large,
+        content_filter, incomplete, error, store_fault, ...)."""
+
+    def on_cache_saved(self, route: str, usage: Usage, money: float) -> None:
+        """A hit: the upstream tokens it did not spend and their price (0 unpriced)."""
+
+    def on_cache_shadow(self, route: str, layer: str, similarity: float | None,
+                        wrong: bool) -> None:
+        """Shadow mode: a request that would have hit, its would-be answer compared with
+        the fresh one (`similarity` None: nothing to compare)."""
 
 
 class SilentObserver(RequestObserver):

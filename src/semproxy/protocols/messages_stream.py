@@ -32,9 +32,15 @@ from semproxy.types import Usage
 
 
 def usage_object(usage: Usage | None) -> dict[str, int]:
-    """`usage` in Anthropic's words (zeros when nothing was reported)."""
-    return {"input_tokens": usage.input if usage else 0,
-            "output_tokens": usage.output if usage else 0}
+    """`usage` in Anthropic's words (zeros when nothing was reported): its `input_tokens`
+    leave out the prompt tokens read from a cache, which are `cache_read_input_tokens`."""
+    if usage is None:
+        return {"input_tokens": 0, "output_tokens": 0}
+    out = {"input_tokens": usage.input - min(usage.cached_input, usage.input),
+           "output_tokens": usage.output}
+    if usage.cached_input:
+        out["cache_read_input_tokens"] = min(usage.cached_input, usage.input)
+    return out
 
 
 @dataclass(slots=True)
@@ -167,5 +173,7 @@ class MessagesStream(ChunkTranslator):
             "type": "message_delta",
             "delta": {"stop_reason": self._stop, "stop_sequence": None},
             "usage": {"output_tokens": self._usage["output_tokens"],
-                      "input_tokens": self._usage["input_tokens"]},
+                      "input_tokens": self._usage["input_tokens"],
+                      **({"cache_read_input_tokens": self._usage["cache_read_input_tokens"]}
+                         if "cache_read_input_tokens" in self._usage else {})},
         }) + named_event("message_stop", {"type": "message_stop"})

@@ -75,7 +75,12 @@ def body_usage(body: bytes, anthropic: bool = False) -> Usage | None:
     return chat_usage(data.get("usage"))
 
 
-def chat_usage_object(usage: Usage | None) -> dict[str, int]:
-    """`usage` in Chat Completions' words (zeros when nothing was reported)."""
+def chat_usage_object(usage: Usage | None) -> dict[str, Any]:
+    """`usage` in Chat Completions' words (zeros when nothing was reported), cached prompt
+    tokens in `prompt_tokens_details` when there are any."""
     given, made = (usage.input, usage.output) if usage is not None else (0, 0)
-    return {"prompt_tokens": given, "completion_tokens": made, "total_tokens": given + made}
+    out: dict[str, Any] = {"prompt_tokens": given, "completion_tokens": made,
+                           "total_tokens": given + made}
+    if usage is not None and usage.cached_input:
+        out["prompt_tokens_details"] = {"cached_tokens": usage.cached_input}
+    return out

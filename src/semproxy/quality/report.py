@@ -118,7 +118,8 @@ def render_html(ev: Evaluation, charts: dict[str, bytes]) -> str:
             f'<img alt="{name}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
             for name, png in charts.items())
     else:
-        images = "<p>Charts need matplotlib: <code>pip install 'semproxy[report]'</code>.</p>"
+        images = ("<p>Charts need matplotlib: <code>python -m pip install 'semproxy[report]'"
+                  "</code> with the Python that runs semproxy.</p>")
     return f"""<!doctype html><html><head><meta charset="utf-8">
 <title>semproxy eval: {html.escape(ev.route)}</title><style>
 body{{font-family:sans-serif;margin:2em;max-width:80em}} table{{border-collapse:collapse;

@@ -17,7 +17,9 @@ from typing import Any
 
 from semproxy.balancer.priority import build_picker
 from semproxy.config.spec import GatewayConfig, RouteSpec
-from semproxy.embeddings.factory import EmbedderPool
+from semproxy.embeddings import Embedder
+from semproxy.embeddings.factory import IN_PROCESS, EmbedderPool
+from semproxy.embeddings.recent import RecentVectors
 from semproxy.errors import BadRequestError, EmbeddingError, NotFoundError
 from semproxy.health.active import ActiveChecker
 from semproxy.health.state import HealthState, Listener
@@ -30,6 +32,8 @@ from semproxy.semantic.query import prompt_input
 from semproxy.semantic.router import SemanticRouter, open_router
 from semproxy.transport.base import Transport
 from semproxy.transport.http import AiohttpTransport
+
+RECENT_DEFAULT = 4096  # prompt vectors kept for the cache when the route caches none
 
 
 def compile_table(config: GatewayConfig, transport: Transport,
@@ -59,8 +63,14 @@ def compile_route(spec: RouteSpec, pool: EmbedderPool, transport: Transport,
                          listener=_health_listener(spec.id, observer))
     state = RouteState(spec, picker, health, leg_tables(spec.instances),
                        by_name={i.name: i for i in spec.instances}, models=serving(spec))
+    if spec.cache is not None:
+        state.in_process = pool.get(IN_PROCESS)
     if spec.semantic is not None:
-        state.semantic = _router(spec, pool)
+        if spec.cache is not None:  # the cache compares the vectors routing makes
+            embeddings = spec.semantic.embeddings
+            state.recent = RecentVectors(pool.get(embeddings),
+                                         embeddings.cache_size or RECENT_DEFAULT)
+        state.semantic = _router(spec, pool, embedder=state.recent)
     if spec.shadow is not None:
         state.shadow = _router(spec.shadow.table, pool)
     active = {i.name: (i.target, i.checks.active) for i in spec.instances
@@ -79,11 +89,14 @@ def _health_listener(route: str, observer: RequestObserver | None) -> Listener |
     return listener
 
 
-def _router(spec: RouteSpec, pool: EmbedderPool, batch_work: bool = False) -> SemanticRouter:
-    """`batch_work`: the strong stage (model: accurate) waits behind live prompts."""
+def _router(spec: RouteSpec, pool: EmbedderPool, batch_work: bool = False,
+            embedder: Embedder | None = None) -> SemanticRouter:
+    """`batch_work`: the strong stage (model: accurate) waits behind live prompts.
+    `embedder`: the (fast) stage's own, instead of the pool's chain for the route."""
     assert spec.semantic is not None
     embeddings = spec.semantic.embeddings
-    return open_router(spec, pool.get(embeddings), pool.strong(embeddings, batch_work))
+    return open_router(spec, embedder or pool.get(embeddings),
+                       pool.strong(embeddings, batch_work))
 
 
 @asynccontextmanager

@@ -14,7 +14,9 @@ from functools import cached_property
 
 from semproxy.balancer import Picker
 from semproxy.config.spec import GatewayConfig, InstanceSpec, RouteSpec
+from semproxy.embeddings import Embedder
 from semproxy.embeddings.factory import EmbedderPool
+from semproxy.embeddings.recent import RecentVectors
 from semproxy.errors import MethodNotAllowedError, NotFoundError
 from semproxy.health.active import ActiveChecker
 from semproxy.health.state import HealthState
@@ -63,6 +65,10 @@ class RouteState:
     checker: ActiveChecker | None = None  # started and stopped with its table
     # A model name a client may send -> the instances serving it (protocols/models.py).
     models: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # ai-cache: the routing vectors of recent prompts (semantic routes), and the
+    # in-process model (other routes' prompts, answers compared in shadow mode).
+    recent: RecentVectors | None = None
+    in_process: Embedder | None = None
 
     @cached_property
     def names(self) -> tuple[str, ...]:
@@ -136,3 +142,10 @@ class RouteTable:
             except Exception as exc:  # fail-open: a dead embedder must not block startup
                 log.warning("semantic routing: reference build failed for route %s: %s",
                             router.route_id, exc)
+        # A response cache embeds within its deadline: load the in-process model now.
+        for embedder in {id(r.in_process): r.in_process for r in self.routes
+                         if r.in_process is not None}.values():
+            try:
+                await embedder.embed(["warm up"])
+            except Exception as exc:  # fail-open: the cache then misses until it loads
+                log.warning("response cache: the in-process model failed to load: %s", exc)

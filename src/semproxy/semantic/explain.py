@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from semproxy.governance.tiers import budget_pick
+from semproxy.semantic.decision import Decision
 from semproxy.semantic.query import RoutingInput
 from semproxy.semantic.router import SemanticRouter
 from semproxy.semantic.similarity import margin
@@ -39,7 +41,24 @@ async def explain_with(router: SemanticRouter, query: RoutingInput) -> dict[str,
             for text, weight in zip((*query.earlier, query.text), decision.context,
                                     strict=False)
         ],
+        "budget": budget_tiers(router, decision, thresholds),
     }
+
+
+def budget_tiers(router: SemanticRouter, decision: Decision, thresholds: dict[str, float]
+                 ) -> list[dict[str, Any]] | None:
+    """`balancer.budget_routing`: who would serve at each tier of a consumer's budget."""
+    policy = router.spec.budget
+    if policy is None:
+        return None
+    rows = []
+    for tier in range(1, len(policy.keep_margin) + 1):
+        choice = budget_pick(decision.pick, decision.ranking, thresholds, decision.cleared,
+                             router.spec.catchall, tier, policy) if decision.matched else None
+        rows.append({"tier": tier, "keep_margin": policy.keep_margin[tier - 1],
+                     "serves": decision.pick if choice is None else choice.to,
+                     "moved": choice is not None and choice.moved})
+    return rows
 
 
 def exact(threshold: float) -> str:
@@ -61,5 +80,8 @@ def render(result: dict[str, Any]) -> str:
         lines.append(f"margin to runner-up: {result['margin']:.4f}")
     for row in result.get("context") or ():
         lines.append(f"turn weight {row['weight']:g}: {row['turn'][:60]}")
+    for row in result.get("budget") or ():
+        lines.append(f"budget tier {row['tier']} (keep margin {row['keep_margin']:g}): "
+                     f"{row['serves']}{' (moved)' if row['moved'] else ''}")
     lines.append(f"catchall: {result['catchall']}")
     return "\n".join(lines)

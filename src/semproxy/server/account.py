@@ -11,6 +11,8 @@ import logging
 import time
 from typing import Any
 
+from semproxy.governance.pricing import to_money
+from semproxy.governance.tiers import BudgetChoice
 from semproxy.observability.logging import log_line
 from semproxy.observability.observer import shadow_fields
 from semproxy.observability.tokens import token_counts
@@ -25,8 +27,10 @@ def finish(exchange: Exchange) -> None:
     """Metrics and the access line of a finished request."""
     seconds = time.monotonic() - exchange.started
     route = exchange.route.spec.id if exchange.route else "-"
+    # Upstream tokens only: a cache hit's usage is what it saved (the cache's metrics).
+    usage = exchange.usage if exchange.source == "upstream" else None
     exchange.observer.on_response(route, exchange.instance, exchange.status, seconds,
-                                  exchange.ttft, exchange.usage, exchange.protocol.name)
+                                  exchange.ttft, usage, exchange.protocol.name)
     if wants_access_line(exchange):
         log_line(access_log, logging.INFO,
                  f"{route} {exchange.request_id} -> {exchange.instance} {exchange.status}",
@@ -68,6 +72,15 @@ def access_fields(exchange: Exchange, seconds: float) -> dict[str, Any]:
         fields.update(shadow_fields(exchange.shadow))
     if exchange.stream_error is not None:
         fields["stream_error"] = exchange.stream_error
+    if exchange.cost is not None:  # a priced route: what the request cost, in money
+        fields["cost"] = round(to_money(exchange.cost), 9)
+    charged = exchange.charged
+    if charged is not None and charged.estimated:  # the upstream reported no usage
+        fields["charged_tokens"] = token_counts(charged)
+    if exchange.budget is not None:
+        fields["budget"] = budget_fields(exchange.budget)
+    if exchange.cache is not None:
+        fields["cache"] = exchange.cache.fields()
     if len(exchange.attempts) > 1:
         fields["failover"] = [f"{a.instance}:{a.outcome}" for a in exchange.attempts]
     route = exchange.route
@@ -77,6 +90,12 @@ def access_fields(exchange: Exchange, seconds: float) -> dict[str, Any]:
         if exchange.response_body is not None:
             fields["response_body"] = _clip(exchange.response_body)
     return fields
+
+
+def budget_fields(choice: BudgetChoice) -> dict[str, Any]:
+    """Budget-aware routing's reading of the decision (the access line, the playground)."""
+    return {"tier": choice.tier, "pick": choice.pick, "served": choice.to,
+            "strength": round(choice.strength, 4), "keep_margin": choice.keep_margin}
 
 
 def _clip(data: bytes) -> str:

@@ -16,8 +16,14 @@ import orjson
 from aiohttp import web
 from aiohttp.web_urldispatcher import _default_expect_handler
 
+from semproxy.cache.stores import CacheStores
 from semproxy.config.spec import GatewayConfig
-from semproxy.errors import GatewayError, PayloadTooLargeError
+from semproxy.errors import (
+    GatewayError,
+    MethodNotAllowedError,
+    NotFoundError,
+    PayloadTooLargeError,
+)
 from semproxy.observability.metrics import Metrics
 from semproxy.observability.observer import RequestObserver, SilentObserver
 from semproxy.protocols.count_tokens import LOCAL_SCHEME, LocalTokenCounter
@@ -25,6 +31,7 @@ from semproxy.protocols.registry import protocol_for
 from semproxy.runtime.compile import compile_table
 from semproxy.runtime.routes import RouteTable
 from semproxy.semantic.router import strong_readiness
+from semproxy.server.governing import Governance
 from semproxy.server.listener import ANSWER_HEADERS
 from semproxy.server.pipeline import Version, handle
 from semproxy.server.shadow import ShadowRunner
@@ -47,11 +54,16 @@ class Gateway:
         self.transport: Transport = transport or SchemeTransport(
             local={LOCAL_SCHEME: LocalTokenCounter()})
         self.observer: RequestObserver = observer or SilentObserver()
+        self.governance = Governance()
+        self.caches = CacheStores()  # response caches: they outlive config versions
         self.version = self._compile(config)
+        self.governance.current = self.version.governed
         self.shadows = ShadowRunner()
 
     def _compile(self, config: GatewayConfig) -> Version:
-        return Version.of(compile_table(config, self.transport, self.observer), self.transport)
+        table = compile_table(config, self.transport, self.observer)
+        return Version.of(table, self.transport, self.governance.prepare(config.governance),
+                          self.caches)
 
     @property
     def table(self) -> RouteTable:
@@ -77,7 +89,9 @@ class Gateway:
         await version.table.warm()
         version.table.start_checks()
         old, self.version = self.version, version
+        self.governance.activate(version.governed, config.shutdown_grace_s)
         await old.table.stop_checks()
+        await self.caches.retain(r.spec.cache for r in version.table.routes if r.spec.cache)
         log.info("config version %s active (%d routes)", config.version, len(config.routes))
 
     def report(self, metrics: Metrics) -> None:
@@ -88,18 +102,28 @@ class Gateway:
         metrics.on_strong_shed(sum(w.shed for w in self.table.pool.strong_workers))
         for route in self.table.routes:
             metrics.on_health_snapshot(route.spec.id, route.health.snapshot())
+        metrics.on_counts(self.governance.counts())
+        held, entries, evictions = self.caches.memory_held()
+        faults = sum(c.backend.faults for c in self.caches.all())
+        metrics.cache_metrics.on_state(held, entries, evictions, faults, self.caches.dropped)
 
     async def proxy(self, request: web.Request) -> web.StreamResponse:
         return await handle(request, self.version, self.observer, self.shadows)
 
     async def aclose(self) -> None:
         await self.shadows.aclose()
+        await self.caches.aclose()
         await self.table.stop_checks()
+        await self.governance.aclose()
         await self.transport.aclose()
 
 
 def json_response(data: object, status: int = 200) -> web.Response:
     return web.Response(body=orjson.dumps(data), status=status, content_type="application/json")
+
+
+_ROUTER_ERRORS: dict[int, type[GatewayError]] = {
+    404: NotFoundError, 405: MethodNotAllowedError, 413: PayloadTooLargeError}
 
 
 async def answer_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -111,9 +135,11 @@ async def answer_errors(request: web.Request, handler: Handler) -> web.StreamRes
         return await handler(request)
     except GatewayError as exc:
         return web.Response(body=exc.body(), status=exc.status, content_type="application/json")
-    except web.HTTPException as exc:
-        err = GatewayError(exc.reason)
-        return web.Response(body=err.body(), status=exc.status,
+    except web.HTTPException as exc:  # the router's own answers: no such path, method
+        err = _ROUTER_ERRORS.get(exc.status, GatewayError)(
+            f"no {request.method} {request.path} here" if exc.status == 404 else exc.reason)
+        allow = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None
+        return web.Response(body=err.body(), status=exc.status, headers=allow,
                             content_type="application/json")
     except Exception:  # outermost layer: log it, answer 500 without internals
         log.exception("unhandled error on %s", request.path)

@@ -3,8 +3,9 @@
 The first phase of every request, before any route-specific phase runs: the
 route is matched by path and method, the consumer authenticated (key-auth),
 the body read within its size limit and deadline and parsed by the client
-protocol the path names. A chash route's hash key is taken here too, while
-the HTTP request is at hand; later phases read only the `Exchange`.
+protocol the path names. A chash route's hash key, and the few headers a
+response cache reads, are taken here too, while the HTTP request is at hand;
+later phases read only the `Exchange`.
 `GET .../models` and `GET .../models/{id}` end here, answered from the route's
 config.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import orjson
 from aiohttp import web
 
+from semproxy.config.cache import AICache
 from semproxy.errors import NotFoundError
 from semproxy.protocols.models import (
     AUTO,
@@ -29,7 +31,7 @@ from semproxy.runtime.routes import RouteState, RouteTable
 from semproxy.server.auth import authenticate
 from semproxy.server.cors import allow_cross_origin
 from semproxy.server.exchange import Exchange
-from semproxy.server.hashkey import hash_key
+from semproxy.server.hashkey import hash_key, request_var
 from semproxy.server.request import read_body
 
 
@@ -54,6 +56,8 @@ async def enter(request: web.Request, exchange: Exchange, table: RouteTable,
     exchange.model = model if isinstance(model, str) else None
     if spec.algorithm == "chash":
         exchange.hash_key = hash_key(request, spec.hash_on, spec.key, exchange.consumer)
+    if spec.cache is not None:
+        exchange.cache_headers, exchange.cache_vars = cache_inputs(request, spec.cache)
     return route
 
 
@@ -66,6 +70,14 @@ def unknown_endpoint(request: web.Request, exchange: Exchange, table: RouteTable
         raise NotFoundError("no such endpoint: a route serves POST .../chat/completions, "
                             ".../messages, .../messages/count_tokens, .../responses, "
                             ".../embeddings, .../completions and GET .../models")
+
+
+def cache_inputs(request: web.Request, conf: AICache) -> tuple[dict[str, str], dict[str, str]]:
+    """The headers the response cache reads (its client controls and `bypass_on` rules)
+    and the values of its `cache_key.include_vars`: nothing else of the request."""
+    names = ["Cache-Control", "Pragma", *(r.header for r in conf.bypass_on or ())]
+    headers = {n: v for n in names if (v := request.headers.get(n)) is not None}
+    return headers, {n: request_var(request, n) for n in conf.cache_key.include_vars}
 
 
 def list_models(request: web.Request, exchange: Exchange, table: RouteTable) -> web.Response:

@@ -19,10 +19,13 @@ import os
 import time
 from collections.abc import Set
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
 
+from semproxy.errors import GatewayError
+from semproxy.governance.reservation import Reservation
+from semproxy.governance.tiers import BudgetChoice
 from semproxy.observability.observer import RequestObserver
 from semproxy.protocols.contract import ClientProtocol, Converter, Parsed
 from semproxy.runtime.legs import Leg, LegTable
@@ -31,6 +34,9 @@ from semproxy.semantic.decision import Decision
 from semproxy.transport.base import Reply
 from semproxy.transport.target import NetPolicy
 from semproxy.types import Usage
+
+if TYPE_CHECKING:
+    from semproxy.server.lookup import CacheVisit
 
 MAX_REQUEST_ID = 128
 DEFAULT_NET = NetPolicy()
@@ -79,7 +85,8 @@ class StreamTap(Protocol):
 
 class InstanceGate(Protocol):
     """Keeps an instance out of one request's failover loop (an instance out of its own
-    quota), the way an unhealthy one is: asked for each candidate before its attempt."""
+    quota), the way an unhealthy one is: asked for each candidate before its attempt.
+    A gate that refuses may set `Exchange.refusal`: the answer when no instance is left."""
 
     async def allows(self, exchange: Exchange, instance: str) -> bool: ...
 
@@ -115,6 +122,22 @@ class Exchange:
     headers: dict[str, str] | None = None  # added to every answer (rate-limit headers)
     taps: list[StreamTap] | None = None
     gates: list[InstanceGate] | None = None
+    # Spend governance (server/admit.py): the request's holds, the answer when a gate
+    # left no instance, the budget rule's choice on a semantic route, what it cost
+    # (nanos; None: unpriced) and was charged, and the HTTP request for routes whose
+    # limits read request variables (APISIX rules[].key; nothing else reads it).
+    reservation: Reservation | None = None
+    refusal: GatewayError | None = None
+    budget: BudgetChoice | None = None
+    cost: int | None = None
+    charged: Usage | None = None  # what the budgets were charged (an estimate when marked)
+    http: web.Request | None = None
+    answer: Answer | None = None  # what the relay sent (set by the relay)
+    # ai-cache routes: the request headers and variables the cache reads (taken by
+    # enter, nothing else of the request's headers), and what the cache did.
+    cache_headers: dict[str, str] | None = None
+    cache_vars: dict[str, str] | None = None
+    cache: CacheVisit | None = None
 
     def __init__(self, request_id: str, protocol: ClientProtocol,
                  observer: RequestObserver) -> None:

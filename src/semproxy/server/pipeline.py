@@ -1,9 +1,9 @@
 """The request path, top to bottom, and the per-route phase list compiled once per version.
 
     enter    route match, auth (consumer), read + parse body in the client's protocol
-    admit    limits and budgets (server/admit.py; none yet)
+    admit    limits and budgets (server/admit.py: spend governance)
     route    balancer or semantic decision, candidate order, first pick
-    lookup   response cache (server/lookup.py; none yet)
+    lookup   response cache (server/lookup.py, routes with ai-cache)
     call     upstream attempts with failover, through the transport
     relay    whole or streamed, translated back to the client's protocol
     account  each phase's accounting, then metrics, access line, shadow
@@ -18,23 +18,26 @@ not use is not in its list. A phase returns an `Answer` to end the request
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from aiohttp import web
 
+from semproxy.cache.stores import CacheStores
 from semproxy.errors import GatewayError
+from semproxy.governance.plan import GovernancePlan
+from semproxy.governance.pricing import Price
 from semproxy.observability.observer import RequestObserver
 from semproxy.protocols.registry import CHAT_COMPLETIONS, is_models, protocol_for
 from semproxy.runtime.routes import RouteState, RouteTable
 from semproxy.server.account import finish
-from semproxy.server.admit import admission_for
+from semproxy.server.admit import GovernedVersion, admission_for, reads_vars
 from semproxy.server.call import CallPhase
 from semproxy.server.cors import preflight
 from semproxy.server.enter import enter, list_models
 from semproxy.server.exchange import Answer, Exchange, request_id
-from semproxy.server.lookup import cache_for
+from semproxy.server.lookup import CachePhase, cache_for
 from semproxy.server.relay import error_response, relay
 from semproxy.server.route import RoutePhase
 from semproxy.server.shadow import ShadowRunner
@@ -57,15 +60,23 @@ class Accounting(Protocol):
 @dataclass(frozen=True, slots=True)
 class Pipeline:
     """A route's phases after enter, in order (the call phase last: it always answers),
-    and those with an accounting half."""
+    and those with an accounting half. `reads_request`: a phase reads the HTTP request
+    itself (limits keyed by request variables), so the exchange carries it."""
 
     phases: tuple[Phase, ...]
     accounting: tuple[Accounting, ...]
+    reads_request: bool = False
+    cache: CachePhase | None = None  # the route's response cache (purge and explain)
 
 
-def compile_pipeline(route: RouteState, transport: Transport) -> Pipeline:
-    """The phases `route` uses, in order."""
-    admission, cache = admission_for(route), cache_for(route)
+def compile_pipeline(route: RouteState, transport: Transport, caches: CacheStores,
+                     prices: Mapping[str, Price] | None = None,
+                     governed: GovernedVersion | None = None) -> Pipeline:
+    """The phases `route` uses, in order. `caches` holds the response caches that live
+    across versions; `prices` the route's instance prices (what a cache hit saved);
+    `governed` the version's spend governance (None: no limits anywhere)."""
+    admission = admission_for(route, governed)
+    cache = cache_for(route, caches, prices or {})
     phases: list[Phase] = []
     accounting: list[Accounting] = []
     if admission is not None:
@@ -76,20 +87,37 @@ def compile_pipeline(route: RouteState, transport: Transport) -> Pipeline:
         phases.append(cache)
         accounting.append(cache)
     phases.append(CallPhase(route, transport))
-    return Pipeline(tuple(phases), tuple(accounting))
+    reads = governed is not None and admission is not None \
+        and reads_vars(route, governed.governor.plan)
+    return Pipeline(tuple(phases), tuple(accounting), reads, cache)
 
 
 @dataclass(frozen=True, slots=True)
 class Version:
-    """One config version as the data plane serves it: its route table and each route's
-    pipeline. Swapped in whole, so a request keeps the version it started with."""
+    """One config version as the data plane serves it: its route table, each route's
+    pipeline and its governor (None without limits, budgets or prices). Swapped in
+    whole, so a request keeps the version it started with."""
 
     table: RouteTable
     pipelines: dict[str, Pipeline]
+    governed: GovernedVersion | None = None
 
     @classmethod
-    def of(cls, table: RouteTable, transport: Transport) -> Version:
-        return cls(table, {r.spec.id: compile_pipeline(r, transport) for r in table.routes})
+    def of(cls, table: RouteTable, transport: Transport,
+           governed: GovernedVersion | None = None, caches: CacheStores | None = None
+           ) -> Version:
+        """`caches`: the gateway's, so entries outlive the version (a fresh set if None)."""
+        caches = CacheStores() if caches is None else caches
+        governance = table.config.governance
+        return cls(table, {r.spec.id: compile_pipeline(r, transport, caches,
+                                                       _prices(governance, r.spec.id),
+                                                       governed)
+                           for r in table.routes}, governed)
+
+
+def _prices(governance: GovernancePlan | None, route: str) -> Mapping[str, Price]:
+    policy = None if governance is None else governance.policy(route)
+    return {} if policy is None else policy.prices
 
 
 async def handle(request: web.Request, version: Version, observer: RequestObserver,
@@ -107,6 +135,8 @@ async def handle(request: web.Request, version: Version, observer: RequestObserv
         else:
             route = await enter(request, exchange, version.table, protocol is not None)
             pipeline = version.pipelines[route.spec.id]
+            if pipeline.reads_request:
+                exchange.http = request
             answer = None
             for phase in pipeline.phases:
                 answer = await phase.run(exchange)

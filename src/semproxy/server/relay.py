@@ -62,6 +62,9 @@ def debug_headers(exchange: Exchange) -> dict[str, str]:
             headers["X-AI-Semantic-Reason"] = decision.reason
         if decision.context:
             headers["X-AI-Semantic-Context"] = decision.context_text
+        if exchange.budget is not None:  # budget-aware routing read the decision again
+            choice = exchange.budget
+            headers["X-AI-Budget-Route"] = f"{choice.to}; tier={choice.tier}; pick={choice.pick}"
         if len(exchange.attempts) > 1 and "X-AI-Failover" not in headers:
             headers["X-AI-Failover"] = ">".join(a.instance for a in exchange.attempts)
     if exchange.headers:
@@ -72,6 +75,7 @@ def debug_headers(exchange: Exchange) -> dict[str, str]:
 async def relay(request: web.Request, exchange: Exchange, answer: Answer) -> web.StreamResponse:
     """Send `answer`: whole when it was read or is no event stream, else as it arrives."""
     reply = answer.reply
+    exchange.answer = answer
     headers = debug_headers(exchange)
     body = answer.body
     if body is None:

@@ -18,10 +18,11 @@ import time
 from collections.abc import Set
 
 from semproxy.errors import BadRequestError, UnavailableError
+from semproxy.governance.tiers import TierPolicy, budget_pick, reordered
 from semproxy.protocols.embeddings import EMBEDDINGS
 from semproxy.protocols.models import AUTO, not_found
 from semproxy.runtime.legs import LegTable
-from semproxy.runtime.routes import RouteState
+from semproxy.runtime.routes import Candidates, RouteState
 from semproxy.semantic.decision import Decision
 from semproxy.server.exchange import Answer, Exchange
 from semproxy.server.shadow import shadow_decision, shadow_input
@@ -32,6 +33,7 @@ class RoutePhase:
         self.route = route
         spec = route.spec
         self.inline_shadow = spec.shadow is not None and spec.shadow.inline
+        self.budget = spec.semantic.budget if spec.semantic is not None else None
         # A model name -> the instances not serving it (left out when it is asked for).
         names = frozenset(route.names)
         self.others = {model: names.difference(serving)
@@ -65,11 +67,14 @@ class RoutePhase:
             unusable |= others
         exchange.skip = unusable
         candidates = exchange.candidates = route.candidates(exchange.decision, exchange.hash_key)
+        if self.budget is not None and exchange.reservation is not None \
+                and exchange.reservation.tier and exchange.decision is not None:
+            budget_route(route, exchange, exchange.decision, self.budget, candidates)
         exchange.pick = candidates.next(exchange.skip) if exchange.gates is None \
             else await next_candidate(exchange, exchange.skip)
         if exchange.pick is None:
-            raise UnavailableError(f"route {route.spec.id} has no instance that can take "
-                                   "traffic")
+            raise exchange.refusal or UnavailableError(
+                f"route {route.spec.id} has no instance that can take traffic")
         return None
 
 
@@ -87,6 +92,24 @@ async def semantic_decision(route: RouteState, exchange: Exchange) -> Decision:
     observer.on_semantic(route.spec.id, decision,
                          parsed.query.text if route.spec.logging.payloads else None)
     return decision
+
+
+def budget_route(route: RouteState, exchange: Exchange, decision: Decision, policy: TierPolicy,
+                 candidates: Candidates) -> None:
+    """A consumer past a tier of its budget: a weak match of a dearer instance moves to a
+    cheaper one by meaning (governance/tiers.py); the choice is kept for the headers, the
+    access line and the decision feed."""
+    if not decision.matched or route.semantic is None or exchange.reservation is None:
+        return
+    thresholds = dict(zip(route.semantic.names, decision.thresholds, strict=False))
+    choice = exchange.budget = budget_pick(
+        decision.pick, decision.ranking, thresholds, decision.cleared, route.semantic.spec.catchall,
+        exchange.reservation.tier, policy)
+    if choice is None:
+        return
+    if choice.moved:
+        candidates.preferred = reordered(candidates.preferred, choice.to)
+    exchange.observer.on_budget(route.spec.id, choice.tier, choice.pick, choice.to)
 
 
 def unable(exchange: Exchange, route: RouteState, legs: LegTable) -> frozenset[str]:

@@ -23,7 +23,8 @@ def _sample(path: str) -> None:
     with open(path, "a", buffering=1) as out:
         while True:
             if os.path.exists(trim):
-                libc.malloc_trim(0)
+                if hasattr(libc, "malloc_trim"):  # glibc; elsewhere resident size as it is
+                    libc.malloc_trim(0)
                 os.remove(trim)
             current, peak = tracemalloc.get_traced_memory()
             tracemalloc.reset_peak()

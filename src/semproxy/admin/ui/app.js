@@ -8,7 +8,9 @@ const DEBOUNCE_MS = 250;
 const LIVE_ROWS = 200;
 const $ = (id) => document.getElementById(id);
 
-const state = { routes: [], explainSeq: 0, timer: null, live: null, proposal: null, shown: null };
+const CACHE_REFRESH_MS = 5000;
+const state = { routes: [], explainSeq: 0, timer: null, live: null, proposal: null, shown: null,
+                status: ["", false], statusTab: null, cacheTimer: null };
 
 // -- small DOM and HTTP helpers ----------------------------------------------
 
@@ -36,9 +38,17 @@ function rate(r) {
 }
 function num(v, digits = 4) { return v === null || v === undefined ? "-" : Number(v).toFixed(digits); }
 
-function say(text, isError = false) {
+// The status line: the connection's state, or for a while the outcome of one tab's
+// action ("Done."), which goes when another tab is shown.
+function say(text, isError = false, tab = null) {
   $("status").textContent = text;
   $("status").className = isError ? "error" : "";
+  if (tab === null) state.status = [text, isError];
+  state.statusTab = tab;
+}
+
+function shownTab() {
+  return document.querySelector("[role=tab][aria-selected=true]")?.dataset.tab ?? null;
 }
 
 class ApiError extends Error {
@@ -68,12 +78,14 @@ async function useKey(event) {
   if (typed) sessionStorage.setItem(KEY_SLOT, typed);
   $("key").value = "";
   await loadRoutes();
+  if (!$("tab-spend").hidden) loadSpend(); // spend.js
 }
 
 // Nothing read with a key stays on screen without it: scores, reports, proposals.
 // Bumping explainSeq also drops an explain answer still on its way.
 function clearView(message, isError = false) {
   stopLive();
+  stopShadow();
   state.explainSeq++;
   state.routes = [];
   state.proposal = null;
@@ -83,6 +95,10 @@ function clearView(message, isError = false) {
   $("calibrate-out").hidden = true;
   $("apply-result").replaceChildren();
   $("live-table").tBodies[0].replaceChildren();
+  clearSpend(); // spend.js
+  $("cache-table").tBodies[0].replaceChildren();
+  $("cache-records").tBodies[0].replaceChildren();
+  $("cache-status").textContent = "";
   say(message, isError);
 }
 
@@ -139,7 +155,7 @@ async function explainNow() {
     });
     if (seq === state.explainSeq) drawBars(result);  // drop answers that arrive out of order
   } catch (err) {
-    if (seq === state.explainSeq) { drawBars(null); say(`Explain failed: ${err.message}`, true); }
+    if (seq === state.explainSeq) { drawBars(null); say(`Explain failed: ${err.message}`, true, "prompt"); }
   }
 }
 
@@ -202,16 +218,16 @@ async function batchCall(kind, query = "") {
   showBatchError(null);
   const body = $("batch-text").value;
   if (!body.trim()) { showBatchError(new Error("Paste or load labelled JSONL first.")); return null; }
-  say(kind === "eval" ? "Evaluating..." : "Calibrating...");
+  say(kind === "eval" ? "Evaluating..." : "Calibrating...", false, "batch");
   try {
     const result = await api(`/admin/routes/${route()}/${kind}${query}`, {
       method: "POST", headers: { "Content-Type": "application/x-ndjson" }, body,
     });
-    say("Done.");
+    say("Done.", false, "batch");
     return result;
   } catch (err) {
     showBatchError(err);
-    say("The batch was refused.", true);
+    say("The batch was refused.", true, "batch");
     return null;
   }
 }
@@ -337,11 +353,11 @@ async function addExample(routeId, instance, prompt, button) {
     button.classList.add("done");
     say(r.added.length ? `Added as an example of ${instance}: config version ${r.version}` +
       (r.applied ? " is live." : " saved; the reload watcher will apply it.")
-      : `${instance} already has this example.`);
+      : `${instance} already has this example.`, false, shownTab());
     scheduleExplain(0);
   } catch (err) {
     button.disabled = false;
-    say(`Not added: ${err.message}`, true);
+    say(`Not added: ${err.message}`, true, shownTab());
   }
 }
 
@@ -400,6 +416,13 @@ function turnWeights(context) {
   return context && context.length ? context.join(" / ") : "-";
 }
 
+// Budget-aware routing read the decision again: the tier and whether the prompt moved.
+function budgetNote(budget) {
+  if (!budget) return "";
+  return budget.moved ? ` \u2192 budget tier ${budget.tier}: moved to ${budget.served}`
+    : ` (budget tier ${budget.tier}: kept)`;
+}
+
 function addLiveRow(d) {
   const body = $("live-table").tBodies[0];
   const kind = d.status >= 400 ? "failed" : d.reason && d.reason !== "matched" ? "fallback" : "";
@@ -407,9 +430,8 @@ function addLiveRow(d) {
   body.prepend(el("tr", { class: kind, "data-seq": d.seq, "data-route": d.route,
                          "data-served": d.instance },
     ...[new Date(d.at * 1000).toLocaleTimeString(), d.route, d.pick, d.instance, d.status,
-        num(d.top_score), d.reason ?? "-", turnWeights(d.context), `${d.latency_ms} ms`, "",
-        d.prompt ?? ""]
-      .map((v) => el("td", {}, v)), liveAddCell(d)));
+        num(d.top_score), (d.reason ?? "-") + budgetNote(d.budget), turnWeights(d.context), `${d.latency_ms} ms`, ""]
+      .map((v) => el("td", {}, v)), el("td", { class: "prompt" }, d.prompt ?? ""), liveAddCell(d)));
   while (body.rows.length > LIVE_ROWS) body.lastElementChild.remove();
 }
 
@@ -431,6 +453,37 @@ function addShadow(d) {
     `scored decisions (${c.errors} not scored, ${c.dropped} dropped)`;
 }
 
+// -- Cache tab (shadow mode) ------------------------------------------------------
+
+async function loadShadow() {
+  try {
+    const { routes, records } = await api("/admin/cache/shadow");
+    $("cache-table").tBodies[0].replaceChildren(...routes.map((r) => el("tr", { "data-route": r.route },
+      ...[r.route, r.requests, rate(r.would_hit), r.hits.exact ?? 0, r.hits.semantic ?? 0,
+          rate(r.wrong_hits)].map((v) => el("td", {}, v)))));
+    $("cache-records").tBodies[0].replaceChildren(...records.slice().reverse().map((d) =>
+      el("tr", { class: d.wrong ? "failed" : "", "data-route": d.route },
+        ...[new Date(d.at * 1000).toLocaleTimeString(), d.route, d.layer, num(d.prompt_similarity),
+            num(d.answer_similarity), d.wrong ? "wrong" : "right", `${d.age} s`]
+          .map((v) => el("td", {}, v)))));
+    $("cache-status").textContent = routes.length
+      ? `updated ${new Date().toLocaleTimeString()}` : "no route runs its cache in shadow mode";
+  } catch (err) {
+    if (err.status !== 401) $("cache-status").textContent = `cannot read: ${err.message}`;
+  }
+}
+
+function startShadow() {
+  stopShadow();
+  loadShadow();
+  state.cacheTimer = setInterval(loadShadow, CACHE_REFRESH_MS);
+}
+
+function stopShadow() {
+  clearInterval(state.cacheTimer);
+  state.cacheTimer = null;
+}
+
 // -- wiring --------------------------------------------------------------------
 
 function showTab(name) {
@@ -438,7 +491,10 @@ function showTab(name) {
     button.setAttribute("aria-selected", String(button.dataset.tab === name));
   }
   for (const section of document.querySelectorAll(".tab")) section.hidden = section.id !== `tab-${name}`;
+  if (state.statusTab !== null && state.statusTab !== name) say(...state.status);
   if (name === "live") startLive(); else stopLive();
+  if (name === "spend") loadSpend(); // spend.js
+  if (name === "cache") startShadow(); else stopShadow();
 }
 
 function loadFile(event) {
@@ -459,6 +515,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("calibrate-btn").addEventListener("click", runCalibrate);
   $("download").addEventListener("click", downloadConfig);
   $("apply").addEventListener("click", applyProposal);
+  $("cache-refresh").addEventListener("click", loadShadow);
   for (const button of document.querySelectorAll("[role=tab]")) {
     button.addEventListener("click", () => showTab(button.dataset.tab));
   }
