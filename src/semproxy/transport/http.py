@@ -54,8 +54,9 @@ class AiohttpTransport:
         `timeout` is shorter than the attempt's. A stream read with
         `iter_chunks` is bounded per read instead (`timeout`). Never sent twice:
         aiohttp re-sends only idempotent methods, and the failover loop decides
-        whether another instance gets the request. A status outside 100-599 or
-        an unsupported encoding is an `UpstreamError` (502).
+        whether another instance gets the request. A status outside 200-599 (an
+        interim 1xx is no answer: 101 would switch the client's connection to
+        another protocol) or an unsupported encoding is an `UpstreamError` (502).
         """
         call = target.call
         headers: CIMultiDictProxy[str] | CIMultiDict[str] = call.headers
@@ -81,11 +82,11 @@ class AiohttpTransport:
                     method, call.url, data=data, headers=headers, proxy=call.proxy,
                     proxy_headers=call.proxy_headers, ssl=call.ssl, allow_redirects=False,
                     timeout=call.timeout)
-            if not 100 <= resp.status <= 599:
+            if not 200 <= resp.status <= 599:
                 resp.close()
-                raise UpstreamError(
-                    f"upstream {target.label or 'upstream'} answered an invalid status "
-                    f"{resp.status}", f"the upstream answered an invalid status {resp.status}")
+                what = "an interim status" if 100 <= resp.status < 200 else "an invalid status"
+                raise UpstreamError(f"upstream {target.label or 'upstream'} answered {what} "
+                                    f"{resp.status}", f"the upstream answered {what} {resp.status}")
             try:
                 return AiohttpReply(resp, target, deadline)
             except UpstreamError:
