@@ -114,5 +114,5 @@ async def test_only_a_conversion_behind_the_identity_reads_the_usage(gw: Running
     route = gw.gateway.table.by_id["r1"]
     usage_back = {protocol: table.legs["a"].usage_back
                   for protocol, table in route.legs.items() if "a" in table.legs}
-    assert usage_back == {"chat": False, "messages": True, "responses": True,
-                          "embeddings": False}
+    assert {p for p, deferred in usage_back.items() if deferred} == {"messages", "responses"}
+    assert {"chat", "embeddings"} <= usage_back.keys()
