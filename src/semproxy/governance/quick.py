@@ -18,6 +18,7 @@ a route's limits for a consumer are looked up once per config version
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -70,7 +71,7 @@ def place_now(res: Reservation, sites: list[Site], price: Price, stale_s: float,
     output; False (and nothing placed) otherwise."""
     high = res.output
     tokens = res.input_tokens
-    shapes: list[tuple[int, int]] = []
+    holds: list[tuple[int, int]] = []  # per site: the hold, and the lease's room before it
     for site in sites:
         lease = site.lease
         if lease is None or now - lease.synced_at >= stale_s:
@@ -83,15 +84,17 @@ def place_now(res: Reservation, sites: list[Site], price: Price, stale_s: float,
             fixed, per = tokens * price.input, price.output
         else:
             fixed, per = limit.shape(tokens, price, high)
-        if lease.room() < fixed + per * high:
+        room = lease.room() if lease.pending else \
+            lease.hold - lease.inflight - (lease.spent - lease.reported)
+        amount = fixed + per * high
+        if room < amount:
             return False
-        shapes.append((fixed, per))
+        holds.append((amount, room))
     mono = time.monotonic()
     placed, readings = res.placed, res.readings
-    for site, (fixed, per) in zip(sites, shapes, strict=True):
+    for site, (amount, room) in zip(sites, holds, strict=True):
         lease = site.lease
         assert lease is not None
-        amount = fixed + per * high
         lease.inflight += amount
         lease.asked += amount
         lease.unit = amount
@@ -99,8 +102,13 @@ def place_now(res: Reservation, sites: list[Site], price: Price, stale_s: float,
         limit = site.limit
         placed.append(Placed(limit, site.store, "", site.counter, site.ttl_s, True, amount,
                              lease))
-        left = lease.remaining()
-        readings.append(Reading(limit, left if left > 0 else 0, site.reset_s(now), None))
+        if lease.pending:
+            left = lease.remaining()
+        else:  # Lease.remaining, with the room known: the hold just taken is in flight
+            room -= amount
+            left = (lease.free if lease.free > 0 else 0) + (room if room > 0 else 0)
+        end = site.end
+        readings.append(Reading(limit, left, 0.0 if end == math.inf else end - now, None))
         if limit.unit is _MONEY:
             note_budget(res, limit, left)
     return True
@@ -114,7 +122,12 @@ def settle_leased(res: Reservation, usage: Usage, cost: int, raw: Mapping[str, A
     touched = ""
     for p in res.placed:
         limit = p.limit
-        if limit.cost is not None:
+        unit = limit.unit
+        if unit is _TOTAL:
+            used = usage.input + usage.output
+        elif unit is _MONEY:
+            used = cost
+        elif limit.cost is not None:
             used = limit.cost.evaluate(usage, raw) or 0
         else:
             used = limit.charge(usage.input, usage.output, cost)
