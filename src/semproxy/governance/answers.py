@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -121,7 +122,11 @@ def duration(seconds: float) -> str:
     """OpenAI's reset format: 20ms, 1s, 6m0s, 1h2m3s."""
     if seconds < 1:
         return f"{max(0, round(seconds * 1000))}ms"
-    whole = math.ceil(seconds)
+    return _whole_duration(math.ceil(seconds))
+
+
+@functools.lru_cache(maxsize=256)  # requests within one second share the same text
+def _whole_duration(whole: int) -> str:
     hours, rest = divmod(whole, 3600)
     minutes, secs = divmod(rest, 60)
     if hours:

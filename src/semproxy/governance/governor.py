@@ -148,8 +148,7 @@ class Governor:
         now = self.clock()
         sites: list[Site] = []
         got = self._sites.get
-        for limit, value, dynamic in zip(admits.limits, admits.values, admits.dynamic,
-                                         strict=True):
+        for limit, value, dynamic in admits.entries:
             if dynamic:
                 value = self._scope_value(limit, res, var, None)
             if value is None:

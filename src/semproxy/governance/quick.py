@@ -31,6 +31,8 @@ from semproxy.governance.pricing import Price
 from semproxy.governance.reservation import Placed, Reading, Reservation
 from semproxy.types import Usage
 
+# Named tuples made without their Python-level __new__ (same objects, a C call).
+_new = tuple.__new__
 # Units whose hold grows with the output granted (the upstream must then be sent it).
 OUTPUT_UNITS = (Unit.OUTPUT_TOKENS, Unit.TOTAL_TOKENS, Unit.MONEY, Unit.EXPRESSION)
 # Members as module names: on Python 3.11 `Unit.MONEY` goes through EnumType.__getattr__.
@@ -44,8 +46,9 @@ class Admits:
     policy: RoutePolicy | None
     group: str | None
     limits: tuple[Limit, ...]
-    values: tuple[str | None, ...]  # per limit: its scope value (None: it does not apply)
-    dynamic: tuple[bool, ...]  # per limit: its scope value is found per request instead
+    # Per limit: the limit, its scope value (None: it does not apply) and whether that
+    # value is found per request instead (end user, APISIX rule key).
+    entries: tuple[tuple[Limit, str | None, bool], ...]
     follows_input: bool  # a limit depends on the input bound
     price: Price
     default_max_tokens: int | None
@@ -60,7 +63,7 @@ def admits_for(policy: RoutePolicy | None, group: str | None, consumer: str | No
         fixed = {Scope.ROUTE: route, Scope.CONSUMER: consumer, Scope.GROUP: group}
         values.append(fixed.get(scope))
         dynamic.append(scope not in fixed)
-    return Admits(policy, group, tuple(limits), tuple(values), tuple(dynamic),
+    return Admits(policy, group, tuple(limits), tuple(zip(limits, values, dynamic, strict=True)),
                   any(limit.unit.follows_input for limit in limits), price,
                   policy.default_max_tokens if policy is not None else None)
 
@@ -71,7 +74,7 @@ def place_now(res: Reservation, sites: list[Site], price: Price, stale_s: float,
     output; False (and nothing placed) otherwise."""
     high = res.output
     tokens = res.input_tokens
-    holds: list[tuple[int, int]] = []  # per site: the hold, and the lease's room before it
+    holds: list[tuple[Site, int, int]] = []  # the hold on each site, and its lease's room
     for site in sites:
         lease = site.lease
         if lease is None or now - lease.synced_at >= stale_s:
@@ -89,10 +92,10 @@ def place_now(res: Reservation, sites: list[Site], price: Price, stale_s: float,
         amount = fixed + per * high
         if room < amount:
             return False
-        holds.append((amount, room))
+        holds.append((site, amount, room))
     mono = time.monotonic()
     placed, readings = res.placed, res.readings
-    for site, (amount, room) in zip(sites, holds, strict=True):
+    for site, amount, room in holds:
         lease = site.lease
         assert lease is not None
         lease.inflight += amount
@@ -100,15 +103,16 @@ def place_now(res: Reservation, sites: list[Site], price: Price, stale_s: float,
         lease.unit = amount
         lease.last_use = mono
         limit = site.limit
-        placed.append(Placed(limit, site.store, "", site.counter, site.ttl_s, True, amount,
-                             lease))
+        placed.append(_new(Placed, (limit, site.store, "", site.counter, site.ttl_s, True,
+                                    amount, lease, "")))
         if lease.pending:
             left = lease.remaining()
         else:  # Lease.remaining, with the room known: the hold just taken is in flight
             room -= amount
             left = (lease.free if lease.free > 0 else 0) + (room if room > 0 else 0)
         end = site.end
-        readings.append(Reading(limit, left, 0.0 if end == math.inf else end - now, None))
+        readings.append(_new(Reading, (limit, left, 0.0 if end == math.inf else end - now,
+                                       None)))
         if limit.unit is _MONEY:
             note_budget(res, limit, left)
     return True

@@ -46,8 +46,10 @@ class Refusal:
     busy: bool = False  # another request without a proven input bound held the limit's turn
 
 
-@dataclass(slots=True)
-class Placed:
+class Placed(NamedTuple):
+    """One hold a request placed (never changed: settling reads it). A named tuple, as
+    immutable as it is used, and cheap to make (one per limit and request)."""
+
     limit: Limit
     store: str
     owner: str  # the id the hold was placed under (one per reserve step)
