@@ -233,7 +233,7 @@ class Governor:
         if res.turns:
             self._turns.give(res.turns)
             res.turns = ()
-        return settle_leased(res, usage, cost, raw_usage, self._touch)
+        return settle_leased(res, usage, cost, raw_usage, self._touch, ledger or "")
 
     def _touch(self, store: str) -> None:
         self.stores.syncer(store).touch()

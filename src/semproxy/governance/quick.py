@@ -119,11 +119,12 @@ def place_now(res: Reservation, sites: list[Site], price: Price, stale_s: float,
 
 
 def settle_leased(res: Reservation, usage: Usage, cost: int, raw: Mapping[str, Any] | None,
-                  touch: Callable[[str], None]) -> dict[tuple[str, str], list[Settle]]:
+                  touch: Callable[[str], None], touched: str = ""
+                  ) -> dict[tuple[str, str], list[Settle]]:
     """Settle every hold placed in a lease with what the answer used; the holds reserved in
-    a store directly, by (store, owner), for the caller to settle there."""
+    a store directly, by (store, owner), for the caller to settle there. `touched`: a
+    store whose syncer was told already (the ledger's)."""
     reserved: dict[tuple[str, str], list[Settle]] = {}
-    touched = ""
     for p in res.placed:
         limit = p.limit
         unit = limit.unit
