@@ -32,6 +32,7 @@ from semproxy.governance.reservation import Placed, Reading, Refusal, Reservatio
 from semproxy.governance.store import StoreError
 
 BUSY_RETRY_S = 1.0
+_MONEY = Unit.MONEY  # a module name: an enum member read costs more on Python 3.11
 _SYNC_ROUNDS = 2  # store syncs a request may wait for before its answer is final
 
 
@@ -278,13 +279,15 @@ async def drop_reserved(stores: StoreSet, placed: list[Placed], now: float) -> N
 
 
 def note_budget(res: Reservation, limit: Limit, left: int) -> None:
-    if limit.unit is not Unit.MONEY or not limit.amount:
+    if limit.unit is not _MONEY or not limit.amount:
         return
-    share = 1 - max(left, 0) / limit.amount
-    res.budget_fraction = max(res.budget_fraction, share)
+    share = 1 - (left if left > 0 else 0) / limit.amount
+    if share > res.budget_fraction:
+        res.budget_fraction = share
     # The most tiers any of the request's budgets has crossed (a budget without tiers
     # may be the fuller one and still cross none).
-    res.tier = max(res.tier, sum(1 for t in limit.tiers if share >= t))
+    if limit.tiers:
+        res.tier = max(res.tier, sum(1 for t in limit.tiers if share >= t))
 
 
 def busy_refusal(limit: Limit) -> Refusal:

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -66,26 +67,36 @@ def refusal_answer(refusal: Refusal, protocol: str) -> ErrorAnswer:
 
 def limit_headers(readings: Iterable[Reading], protocol: str, now: float) -> Headers:
     """The rate-limit headers of an answer (refused or not) from its readings."""
-    readings = list(readings)
-    headers = _apisix(readings)
+    readings = readings if isinstance(readings, list) else list(readings)
+    anthropic = protocol == ANTHROPIC
+    families = _ANTHROPIC if anthropic else _OPENAI
     tightest: dict[str, Reading] = {}
-    families = _ANTHROPIC if protocol == ANTHROPIC else _OPENAI
+    apisix = False
     for reading in readings:
-        family = families.get(reading.limit.unit)
-        if family is None or reading.limit.apisix:
+        limit = reading.limit
+        if limit.apisix:
+            apisix = apisix or limit.quota_headers
             continue
-        if family not in tightest or reading.remaining < tightest[family].remaining:
+        family = families.get(limit.unit)
+        if family is None:
+            continue
+        found = tightest.get(family)
+        if found is None or reading.remaining < found.remaining:
             tightest[family] = reading
-    for family, r in sorted(tightest.items()):
-        if protocol == ANTHROPIC:
-            headers += [(f"anthropic-ratelimit-{family}-limit", str(r.limit.amount)),
-                        (f"anthropic-ratelimit-{family}-remaining", str(r.remaining)),
-                        (f"anthropic-ratelimit-{family}-reset", _rfc3339(now + r.reset_s))]
-        else:
-            headers += [(f"x-ratelimit-limit-{family}", str(r.limit.amount)),
-                        (f"x-ratelimit-remaining-{family}", str(r.remaining)),
-                        (f"x-ratelimit-reset-{family}", duration(r.reset_s))]
+    headers = _apisix(readings) if apisix else []
+    for family, r in sorted(tightest.items()) if len(tightest) > 1 else tightest.items():
+        names = _NAMES[anthropic, family]
+        reset = _rfc3339(now + r.reset_s) if anthropic else duration(r.reset_s)
+        headers += [(names[0], str(r.limit.amount)), (names[1], str(r.remaining)),
+                    (names[2], reset)]
     return headers
+
+
+# (Anthropic?, family) -> the names of its limit, remaining and reset headers.
+_NAMES = {**{(False, f): (f"x-ratelimit-limit-{f}", f"x-ratelimit-remaining-{f}",
+                          f"x-ratelimit-reset-{f}") for f in set(_OPENAI.values())},
+          **{(True, f): (f"anthropic-ratelimit-{f}-limit", f"anthropic-ratelimit-{f}-remaining",
+                         f"anthropic-ratelimit-{f}-reset") for f in set(_ANTHROPIC.values())}}
 
 
 def _apisix(readings: list[Reading]) -> Headers:
@@ -111,7 +122,11 @@ def duration(seconds: float) -> str:
     """OpenAI's reset format: 20ms, 1s, 6m0s, 1h2m3s."""
     if seconds < 1:
         return f"{max(0, round(seconds * 1000))}ms"
-    whole = math.ceil(seconds)
+    return _whole_duration(math.ceil(seconds))
+
+
+@functools.lru_cache(maxsize=256)  # requests within one second share the same text
+def _whole_duration(whole: int) -> str:
     hours, rest = divmod(whole, 3600)
     minutes, secs = divmod(rest, 60)
     if hours:

@@ -41,9 +41,10 @@ from semproxy.governance.admission import (
     site_for,
 )
 from semproxy.governance.governor_stores import StoreSet
-from semproxy.governance.model import Limit, Scope, Settle, Unit
+from semproxy.governance.model import Limit, Scope, Settle
 from semproxy.governance.plan import GovernancePlan, RoutePolicy, resolve_key
 from semproxy.governance.pricing import FREE, Price
+from semproxy.governance.quick import OUTPUT_UNITS, Admits, admits_for, place_now, settle_leased
 from semproxy.governance.reservation import Placed, Reservation
 from semproxy.governance.turns import Turns
 from semproxy.types import Usage
@@ -97,11 +98,16 @@ class Governor:
             previous.refusals if previous is not None else Counter()
         # Per (limit, scope value): the current window's counter and lease, until it ends.
         self._sites: dict[tuple[str, str], Site] = {}
+        self._admits: dict[tuple[str, str | None], Admits] = {}
         self._sweep_at = _SITES_SWEEP
         self._turns: Turns = previous._turns if previous is not None else Turns()
         stores.bind_clock(clock)
 
     async def reserve(self, facts: RequestFacts) -> Reservation:
+        res = self.reserve_now(facts.route, facts.consumer, facts.end_user, facts.input_tokens,
+                               facts.max_tokens, facts.var, facts.input_proven)
+        if res is not None:
+            return res
         policy = self.plan.policy(facts.route)
         group = self.plan.group_of.get(facts.consumer or "")
         limits = self._admit_limits(policy, facts.consumer, group)
@@ -118,9 +124,60 @@ class Governor:
         if res.refusal is not None:
             self._count(res)
         elif res.output != facts.max_tokens:
-            needs_output = any(p.limit.unit in _OUTPUT_UNITS for p in res.placed)
+            needs_output = any(p.limit.unit in OUTPUT_UNITS for p in res.placed)
             res.max_tokens = res.output if needs_output else None
         return res
+
+    def reserve_now(self, route: str, consumer: str | None = None, end_user: str | None = None,
+                    input_tokens: int = 0, max_tokens: int | None = None,
+                    var: Callable[[str], str | None] = no_vars, proven: bool = True
+                    ) -> Reservation | None:
+        """`reserve` without an await when every lease it needs is fresh and has room for the
+        full hold (governance/quick.py); None: nothing was held, await `reserve` instead."""
+        admits = self._admits.get((route, consumer))
+        if admits is None:
+            admits = self._admits_for(route, consumer)
+        res = Reservation(f"{_prefix}{next(_ids):x}", route, consumer, admits.group,
+                          (end_user or "")[:MAX_END_USER] or None, input_tokens,
+                          max_tokens or admits.default_max_tokens or FALLBACK_MAX_TOKENS)
+        res.proven = proven
+        if not admits.limits:
+            return res
+        if not proven and admits.follows_input:
+            return None  # one at a time, through the store (the general path)
+        now = self.clock()
+        sites: list[Site] = []
+        got = self._sites.get
+        for limit, value, dynamic in admits.entries:
+            if dynamic:
+                value = self._scope_value(limit, res, var, None)
+            if value is None:
+                continue
+            site = got((limit.id, value))
+            if site is None or site.end <= now or site.limit is not limit:
+                return None  # a new window: the general path opens its counter
+            sites.append(site)
+        if not sites:
+            return res
+        if not place_now(res, sites, admits.price,
+                         self.stores.syncer(sites[0].store).settings.stale_s, now):
+            return None
+        if res.output != max_tokens:
+            for site in sites:
+                if site.limit.unit in OUTPUT_UNITS:
+                    res.max_tokens = res.output
+                    break
+        return res
+
+    def _admits_for(self, route: str, consumer: str | None) -> Admits:
+        policy = self.plan.policy(route)
+        group = self.plan.group_of.get(consumer or "")
+        limits = self._admit_limits(policy, consumer, group)
+        admits = admits_for(policy, group, consumer, limits,
+                            policy.worst_price if policy else FREE, route)
+        if len(self._admits) < _SITES_SWEEP:  # consumers come from the config: few
+            self._admits[(route, consumer)] = admits
+        return admits
 
     async def reserve_instance(self, res: Reservation, instance: str) -> bool:
         """Place `instance`'s own quotas (releasing a previous instance's); False: skip it."""
@@ -145,19 +202,41 @@ class Governor:
                      raw_usage: Mapping[str, Any] | None = None) -> None:
         """Settle with what the answer used (also for an upstream error: requests count).
         `raw_usage` is the provider's usage object, for `cost_expr` fields beyond `usage`."""
+        reserved = self._commit(res, usage, instance, raw_usage)
+        if reserved:
+            await self._settle_reserved(reserved)
+
+    def commit_now(self, res: Reservation, usage: Usage, instance: str | None = None,
+                   raw_usage: Mapping[str, Any] | None = None) -> bool:
+        """`commit` without an await when every hold is in a lease (the usual case); False:
+        nothing was done, await `commit` instead."""
+        for p in res.placed:
+            if p.lease is None:
+                return False
+        self._commit(res, usage, instance, raw_usage)
+        return True
+
+    def _commit(self, res: Reservation, usage: Usage, instance: str | None,
+                raw_usage: Mapping[str, Any] | None) -> dict[tuple[str, str], list[Settle]]:
         if res.settled:
-            return
+            return {}
         res.settled = True
         instance = instance or res.instance
         policy = self.plan.policy(res.route)
         price = policy.price(instance) if policy else FREE
-        cost = price.cost(usage)
+        cost = res.cost = price.cost(usage)
         ledger = self.plan.ledger
         if ledger is not None:
             self.stores.syncer(ledger).record(
                 self.clock(), res.route, instance or "", res.consumer or "", res.group or "",
                 res.end_user or "", usage.input, usage.output, usage.cached_input, cost)
-        await self._settle(res, lambda lim: _charge(lim, usage, cost, raw_usage))
+        if res.turns:
+            self._turns.give(res.turns)
+            res.turns = ()
+        return settle_leased(res, usage, cost, raw_usage, self._touch, ledger or "")
+
+    def _touch(self, store: str) -> None:
+        self.stores.syncer(store).touch()
 
     async def release(self, res: Reservation) -> None:
         """Settle with nothing used: the request never reached an upstream."""
@@ -247,9 +326,12 @@ class Governor:
                 reserved.setdefault((p.store, p.owner), []).append(
                     Settle(p.counter, used, p.ttl_s, p.marker))
         if reserved:
-            now = self.clock()
-            for (name, owner), settles in reserved.items():
-                await self.stores.settle(name, owner, settles, now)
+            await self._settle_reserved(reserved)
+
+    async def _settle_reserved(self, reserved: dict[tuple[str, str], list[Settle]]) -> None:
+        now = self.clock()
+        for (name, owner), settles in reserved.items():
+            await self.stores.settle(name, owner, settles, now)
 
     async def _drop(self, res: Reservation, placed: list[Placed]) -> None:
         """Give back holds placed for nothing (another instance is tried)."""
@@ -260,11 +342,4 @@ class Governor:
         res.placed = [p for p in res.placed if p not in placed]
 
 
-def _charge(limit: Limit, usage: Usage, cost: int, raw: Mapping[str, Any] | None) -> int:
-    if limit.cost is not None:
-        return limit.cost.evaluate(usage, raw) or 0
-    return limit.charge(usage.input, usage.output, cost)
-
-
 _SITES_SWEEP = 10_000  # cached sites before the ended ones are swept
-_OUTPUT_UNITS = (Unit.OUTPUT_TOKENS, Unit.TOTAL_TOKENS, Unit.MONEY, Unit.EXPRESSION)

@@ -125,7 +125,8 @@ class Lease:
 
     def remaining(self) -> int:
         """What the counter has left for this worker's next requests (for headers)."""
-        return max(self.free, 0) + max(self.room(), 0)
+        room = self.room()
+        return (self.free if self.free > 0 else 0) + (room if room > 0 else 0)
 
     def take(self, amount: int, mono: float) -> None:
         self.inflight += amount

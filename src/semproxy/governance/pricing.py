@@ -32,7 +32,7 @@ class Price:
 
     def cost(self, usage: Usage) -> int:
         """The nanos an answer costs: uncached input, cached input and output at their prices."""
-        cached = min(usage.cached_input, usage.input)
+        cached = usage.cached_input if usage.cached_input < usage.input else usage.input
         return ((usage.input - cached) * self.input + cached * self.cached_input
                 + usage.output * self.output)
 

@@ -10,7 +10,7 @@ for headers (`readings`) and a refused request's answer (`refusal`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from semproxy.governance.model import Limit, Unit
 
@@ -20,9 +20,10 @@ if TYPE_CHECKING:
 Reason = Literal["rate", "quota", "store"]
 
 
-@dataclass(frozen=True, slots=True)
-class Reading:
-    """One limit as this request left it: for the rate-limit headers of the answer."""
+class Reading(NamedTuple):
+    """One limit as this request left it: for the rate-limit headers of the answer.
+    (A named tuple: as immutable as a frozen dataclass, and made several times faster,
+    two or more per request.)"""
 
     limit: Limit
     remaining: int
@@ -45,8 +46,10 @@ class Refusal:
     busy: bool = False  # another request without a proven input bound held the limit's turn
 
 
-@dataclass(slots=True)
-class Placed:
+class Placed(NamedTuple):
+    """One hold a request placed (never changed: settling reads it). A named tuple, as
+    immutable as it is used, and cheap to make (one per limit and request)."""
+
     limit: Limit
     store: str
     owner: str  # the id the hold was placed under (one per reserve step)
@@ -79,6 +82,7 @@ class Reservation:
     steps: int = 0
     proven: bool = True  # the input bound is proven (else: single reservations, exclusive)
     turns: tuple[str, ...] = ()  # exclusive markers whose turn this request holds
+    cost: int = 0  # nanos the commit charged (at the answering instance's price)
 
     def next_step(self) -> str:
         self.steps += 1

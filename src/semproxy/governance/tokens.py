@@ -37,9 +37,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -59,10 +58,10 @@ _UNBOUNDED_PARTS = ("input_audio", "audio", "file", "input_file", "document")
 _UPSTREAM_STATE = ("previous_response_id", "conversation")
 
 
-@dataclass(frozen=True, slots=True)
-class InputBound:
+class InputBound(NamedTuple):
     """Input tokens no provider's byte-level tokenizer exceeds; `proven` is False when
-    the request has a part the bound cannot cover (see the module docstring)."""
+    the request has a part the bound cannot cover (see the module docstring). A named
+    tuple: immutable, and cheaper to make than a frozen dataclass (one per request)."""
 
     tokens: int
     proven: bool = True
@@ -127,13 +126,21 @@ def input_bound(payload: dict[str, Any], image_tokens: int = DEFAULT_IMAGE_TOKEN
     for message in payload.get("messages") or ():
         if not isinstance(message, dict):
             continue
-        tokens += BOUND_MESSAGE_TOKENS + _bytes(message.get("role")) + _bytes(message.get("name"))
-        part_tokens, part_proven = _content_bound(message.get("content"), image_tokens)
-        tokens += part_tokens
-        proven = proven and part_proven
-        for key in ("tool_calls", "function_call"):
-            if message.get(key):
-                tokens += len(orjson.dumps(message[key]))
+        tokens += BOUND_MESSAGE_TOKENS + _bytes(message.get("role"))
+        content = message.get("content")
+        if isinstance(content, str):
+            tokens += _bytes(content)
+        else:
+            part_tokens, part_proven = _content_bound(content, image_tokens)
+            tokens += part_tokens
+            proven = proven and part_proven
+        if not _MESSAGE_EXTRAS.isdisjoint(message):
+            tokens += _bytes(message.get("name"))
+            for key in ("tool_calls", "function_call"):
+                if message.get(key):
+                    tokens += len(orjson.dumps(message[key]))
+    if _PAYLOAD_EXTRAS.isdisjoint(payload):
+        return InputBound(tokens, proven)  # text only: nothing below applies
     for key in ("tools", "functions", "response_format", "tool_choice"):
         value = payload.get(key)
         if value and not isinstance(value, str):
@@ -150,8 +157,17 @@ def input_bound(payload: dict[str, Any], image_tokens: int = DEFAULT_IMAGE_TOKEN
     return InputBound(tokens, proven)
 
 
+# The keys whose absence lets a plain text request skip the rest of the bound.
+_MESSAGE_EXTRAS = frozenset({"name", "tool_calls", "function_call"})
+_PAYLOAD_EXTRAS = frozenset({"tools", "functions", "response_format", "tool_choice", "prompt",
+                             *_UPSTREAM_STATE})
+
+
 def _bytes(text: Any) -> int:
-    return len(text.encode("utf-8", "surrogatepass")) if isinstance(text, str) else 0
+    if not isinstance(text, str):
+        return 0
+    # An ASCII text is one byte a character: no encoded copy needed.
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 def _content_bound(content: Any, image_tokens: int) -> tuple[int, bool]:

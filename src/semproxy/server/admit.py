@@ -38,7 +38,13 @@ from semproxy.governance.plan import GovernancePlan
 from semproxy.governance.reservation import Refusal, Reservation
 from semproxy.governance.tokens import input_bound
 from semproxy.runtime.routes import RouteState
-from semproxy.server.charge import TextTap, account_reservation, has_expression, request_vars
+from semproxy.server.charge import (
+    TextTap,
+    account_now,
+    account_reservation,
+    has_expression,
+    request_vars,
+)
 from semproxy.server.exchange import Answer, Exchange
 
 
@@ -96,6 +102,7 @@ def reads_vars(route: RouteState, plan: GovernancePlan) -> bool:
 class LimitAdmission:
     def __init__(self, route: RouteState, governed: GovernedVersion) -> None:
         self.route = route
+        self.route_id = route.spec.id
         self.governed = governed
         self.governor = governor = governed.governor
         plan = governor.plan
@@ -110,12 +117,16 @@ class LimitAdmission:
         assert parsed is not None
         body = parsed.payload or parsed.native or {}
         bound = input_bound(body, self.image_tokens)
-        proven = bound.proven and not (parsed.unsupported is not None)
-        facts = RequestFacts(self.route.spec.id, exchange.consumer, exchange.end_user(),
-                             bound.tokens, asked_max_tokens(body, exchange.protocol.name),
-                             request_vars(exchange) if self.reads_vars else no_vars, proven)
-        res = await self.governor.reserve(facts)
+        proven = bound.proven and parsed.unsupported is None
         protocol = exchange.protocol.name
+        asked = asked_max_tokens(body, protocol)
+        var = request_vars(exchange) if self.reads_vars else no_vars
+        res = self.governor.reserve_now(self.route_id, exchange.consumer, exchange.end_user(),
+                                        bound.tokens, asked, var, proven)
+        if res is None:  # a lease to sync first, or an input without a proven bound
+            res = await self.governor.reserve(RequestFacts(
+                self.route_id, exchange.consumer, exchange.end_user(), bound.tokens, asked,
+                var, proven))
         if res.refusal is not None:
             headers = dict(limit_headers(res.readings, protocol, time.time()))
             raise LimitRefused(res.refusal, protocol, headers)
@@ -124,8 +135,9 @@ class LimitAdmission:
         if res.max_tokens is not None:
             write_max_tokens(parsed.payload, parsed.native, protocol, res.max_tokens)
         if res.readings:
-            exchange.headers = {**(exchange.headers or {}),
-                                **dict(limit_headers(res.readings, protocol, time.time()))}
+            headers = dict(limit_headers(res.readings, protocol, time.time()))
+            exchange.headers = headers if exchange.headers is None \
+                else {**exchange.headers, **headers}
         if self.gated:
             exchange.gates = [QuotaGate(self.governor, res)]
         if body.get("stream") is True:
@@ -137,10 +149,13 @@ class LimitAdmission:
         if res is None:
             return  # refused, or ended before admission
         try:
-            usage = await account_reservation(self.governor, self.policy, self.expression,
-                                              exchange, res)
+            done, usage = account_now(self.governor, self.policy, self.expression, exchange,
+                                      res)
+            if not done:
+                usage = await account_reservation(self.governor, self.policy, self.expression,
+                                                  exchange, res)
             if usage is not None:
-                self.governed.spend.add(exchange.consumer, self.route.spec.id,
+                self.governed.spend.add(exchange.consumer, self.route_id,
                                         exchange.instance, usage, exchange.cost or 0)
         finally:
             self.governed.active -= 1

@@ -88,15 +88,37 @@ async def account_reservation(governor: Governor, policy: RoutePolicy | None, ex
     usage = charged_usage(exchange, res)
     instance = exchange.attempts[-1].instance
     await governor.commit(res, usage, instance, raw_usage(exchange) if expression else None)
-    if policy is not None and policy.prices:
-        exchange.cost = policy.price(instance).cost(usage)
-    exchange.charged = usage
+    _charged(policy, exchange, res, usage)
     return usage
+
+
+def account_now(governor: Governor, policy: RoutePolicy | None, expression: bool,
+                exchange: Exchange, res: Reservation) -> tuple[bool, Usage | None]:
+    """`account_reservation` without an await for an upstream's answer whose holds are all
+    in leases (the usual case): (True, the usage charged); (False, None): nothing was done."""
+    if exchange.source != "upstream" or not reached_upstream(exchange):
+        return False, None
+    usage = charged_usage(exchange, res)
+    if not governor.commit_now(res, usage, exchange.attempts[-1].instance,
+                               raw_usage(exchange) if expression else None):
+        return False, None
+    _charged(policy, exchange, res, usage)
+    return True, usage
+
+
+def _charged(policy: RoutePolicy | None, exchange: Exchange, res: Reservation,
+             usage: Usage) -> None:
+    if policy is not None and policy.prices:
+        exchange.cost = res.cost  # the commit priced it at the answering instance
+    exchange.charged = usage
 
 
 def reached_upstream(exchange: Exchange) -> bool:
     """An attempt that may have reached an upstream (only a refused connection did not)."""
-    return any(a.outcome != "connect" for a in exchange.attempts)
+    for attempt in exchange.attempts:  # noqa: SIM110 (a loop makes no generator per request)
+        if attempt.outcome != "connect":
+            return True
+    return False
 
 
 def charged_usage(exchange: Exchange, res: Reservation) -> Usage:
