@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -43,6 +43,15 @@ class Upstream:
     provider: str
     endpoint: str
     options: Mapping[str, Any]
+    # The start of every exact key's hashed document, serialised and hashed once per
+    # config: `[["name","provider","endpoint"],` (the body and `]` follow). A key copies
+    # this hash state: cheaper than a new hash object (OpenSSL looks its algorithm up
+    # by name for each one).
+    head: hashlib._Hash = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        identity = orjson.dumps([[self.name, self.provider, self.endpoint]])
+        object.__setattr__(self, "head", hashlib.sha256(identity[:-1] + b","))
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +80,11 @@ def _escape(value: str) -> str:
 
 def effective_body(payload: Mapping[str, Any], upstream: Upstream) -> dict[str, Any]:
     """The body the instance receives, without the streaming switches."""
-    body = {k: v for k, v in payload.items() if k not in _STREAM_FIELDS}
-    body.update(upstream.options)
+    body = dict(payload)
+    for name in _STREAM_FIELDS:
+        body.pop(name, None)
+    if upstream.options:
+        body.update(upstream.options)
     return body
 
 
@@ -86,8 +98,20 @@ def _upstream(upstream: Upstream) -> list[str]:
 
 def exact_key(prefix: str, scope: Scope, payload: Mapping[str, Any], upstream: Upstream) -> str:
     """The key of this very request: same scope, instance and body give the same key."""
-    digest = _digest([_upstream(upstream), effective_body(payload, upstream)])
-    return f"{prefix}:e:{scope.text()}:{digest}"
+    return exact_key_under(f"{prefix}:e:{scope.text()}:", payload, upstream)
+
+
+def exact_key_under(head: str, payload: Mapping[str, Any], upstream: Upstream) -> str:
+    """`exact_key` with its scope part (`<prefix>:e:<scope>:`) already made: the digest
+    is the one of `[[name, provider, endpoint], body]`, its first part serialised once."""
+    body = dict(payload)  # effective_body, without a call
+    for name in _STREAM_FIELDS:
+        body.pop(name, None)
+    if upstream.options:
+        body.update(upstream.options)
+    digest = upstream.head.copy()
+    digest.update(orjson.dumps(body, option=orjson.OPT_SORT_KEYS) + b"]")
+    return head + digest.hexdigest()
 
 
 def partition_key(prefix: str, scope: Scope, payload: Mapping[str, Any], upstream: Upstream,
