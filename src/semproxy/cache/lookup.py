@@ -106,7 +106,8 @@ class ResponseCache:
                         ) -> Hit | Refused | None:
         sims = found.matrix @ vector
         rule = plan.rule
-        order = [int(i) for i in np.argsort(-sims)[:MAX_CHECKED] if sims[i] >= rule.floor]
+        floor = rule.floor
+        order = [int(i) for i in np.argsort(-sims)[:MAX_CHECKED] if sims[i] >= floor]
         refused: Refused | None = None
         wording = read(plan.text) if order else None
         for i in order:
@@ -202,7 +203,7 @@ def open_cache(conf: AICache) -> ResponseCache:
 def unit(vector: np.ndarray) -> np.ndarray:
     """`vector` as float32 of length 1 (a zero vector stays zero and matches nothing)."""
     flat = np.asarray(vector, dtype=np.float32).reshape(-1)
-    norm = float(np.linalg.norm(flat))
+    norm = float(np.sqrt(flat.dot(flat)))  # np.linalg.norm's own sum, without its wrapper
     return flat / norm if norm > 0 else flat
 
 
