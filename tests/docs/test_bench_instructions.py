@@ -161,3 +161,10 @@ def test_the_report_compares_each_cache_scenario_with_its_reference() -> None:
     assert "0.86; target >= 0.9: not met" in render(wanted, slow, {}, {},
                                                     {**META, "runs": 1, "rps_rounds": 0})
     assert "`rr-cache` against" not in text  # no figures, no line
+    # Hits never reach the upstream: counted at the client, not a disagreement.
+    hits = {**results, "rr-cache": [Measured(560_000_000, 0, 1000, "client")]}
+    text = render([*wanted, next(s for s in SCENARIOS if s.key == "rr-cache")], hits, {}, {},
+                  {**META, "runs": 1, "rps_rounds": 0})
+    assert "reached the upstream" not in text
+    assert "- `rr-cache` against `relay` (its instructions per request over `rr-cache`'s, " \
+           "per run): 1.07; target >= 1.5: not met" in text
