@@ -97,9 +97,12 @@ class Flight(Generic[T]):
     def resolve(self, value: T | None) -> None:
         """Settle the flight (leader only; a second call does nothing). Call it in a
         `finally`, with None on any failure, or the followers wait out their deadline."""
-        if self.leader and not self._state.done:
-            self._state.settle(value)
-            self._flights.end(self._key, self._state)
+        state = self._state
+        if self.leader and not state.done:
+            state.settle(value)
+            running = self._flights.running
+            if running.get(self._key) is state:  # `SingleFlight.end`, without a call
+                del running[self._key]
 
     def publish(self, chunk: bytes) -> None:
         """A run of the leader's stream events, for streaming followers (leader only)."""
@@ -141,20 +144,16 @@ class SingleFlight(Generic[T]):
     """The flights in progress, by exact cache key."""
 
     def __init__(self) -> None:
-        self._running: dict[str, _State[T]] = {}
+        self.running: dict[str, _State[T]] = {}  # by key (read by `Flight.resolve`)
 
     def __len__(self) -> int:
-        return len(self._running)
+        return len(self.running)
 
     def join(self, key: str) -> Flight[T]:
         """Lead a new flight on `key`, or follow the one in progress."""
-        running = self._running.get(key)
+        running = self.running.get(key)
         if running is not None:
             return Flight(self, key, running, leader=False)
         state: _State[T] = _State()
-        self._running[key] = state
+        self.running[key] = state
         return Flight(self, key, state, leader=True)
-
-    def end(self, key: str, state: _State[T]) -> None:
-        if self._running.get(key) is state:
-            del self._running[key]

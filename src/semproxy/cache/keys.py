@@ -48,10 +48,20 @@ class Upstream:
     # this hash state: cheaper than a new hash object (OpenSSL looks its algorithm up
     # by name for each one).
     head: hashlib._Hash = field(init=False, repr=False, compare=False)
+    # The same for partition keys, per embedding model: `[[...identity], "model",`.
+    heads: dict[str, hashlib._Hash] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         identity = orjson.dumps([[self.name, self.provider, self.endpoint]])
         object.__setattr__(self, "head", hashlib.sha256(identity[:-1] + b","))
+        object.__setattr__(self, "heads", {})
+
+    def partition_head(self, model: str) -> hashlib._Hash:
+        found = self.heads.get(model)
+        if found is None:
+            document = orjson.dumps([[self.name, self.provider, self.endpoint], model])
+            found = self.heads[model] = hashlib.sha256(document[:-1] + b",")
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,14 +98,6 @@ def effective_body(payload: Mapping[str, Any], upstream: Upstream) -> dict[str, 
     return body
 
 
-def _digest(document: Any) -> str:
-    return hashlib.sha256(orjson.dumps(document, option=orjson.OPT_SORT_KEYS)).hexdigest()
-
-
-def _upstream(upstream: Upstream) -> list[str]:
-    return [upstream.name, upstream.provider, upstream.endpoint]
-
-
 def exact_key(prefix: str, scope: Scope, payload: Mapping[str, Any], upstream: Upstream) -> str:
     """The key of this very request: same scope, instance and body give the same key."""
     return exact_key_under(f"{prefix}:e:{scope.text()}:", payload, upstream)
@@ -123,8 +125,9 @@ def partition_key(prefix: str, scope: Scope, payload: Mapping[str, Any], upstrea
         hidden = set(window)
         body["messages"] = [{"compared": True} if i in hidden else m
                             for i, m in enumerate(messages)]
-    digest = _digest([_upstream(upstream), model, body])
-    return f"{prefix}:p:{scope.text()}:{digest}"
+    digest = upstream.partition_head(model).copy()  # `[identity, model, body]` hashed
+    digest.update(orjson.dumps(body, option=orjson.OPT_SORT_KEYS) + b"]")
+    return f"{prefix}:p:{scope.text()}:{digest.hexdigest()}"
 
 
 def compared_window(messages: Sequence[Any], countback: int = 1, ignore_system: bool = True,

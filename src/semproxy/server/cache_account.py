@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
+import orjson
 
 from semproxy.cache import policy
 from semproxy.cache.lookup import Hit, usage_of
@@ -57,6 +58,8 @@ class CacheAccount:
         self.book = caches.shadow
         self.prices = prices
         self.route = phase.route.spec.id
+        self.shadow = phase.shadow
+        self.cache = phase.cache
         self._logged = -QUIET_S
 
     async def account(self, exchange: Exchange) -> None:
@@ -71,7 +74,7 @@ class CacheAccount:
         found = visit.plan
         if found is None:
             return
-        if self.phase.shadow:
+        if self.shadow:
             self.book.looked_up(self.route)
         completion, refusal, body = answer_of(exchange, visit)
         if visit.flight is not None:
@@ -84,7 +87,7 @@ class CacheAccount:
             again = self.phase.plan(exchange, served)
             found = again if isinstance(again, CachePlan) else None
         if found is not None and found.control.write:
-            cache = self.phase.cache
+            cache = self.cache
             if cache.backend.is_local and (visit.vector is not None or not found.layered
                                            or found.partition is None):
                 # In memory, with nothing to embed: done before a task could start.
@@ -169,10 +172,13 @@ def answer_of(exchange: Exchange, visit: CacheVisit
         body = None if answer is None else answer.body
         if answer is None or body is None:
             return None, "incomplete", None
-        source = answer.speaks.source
-        completion = whole_completion(body, source)
-        if source != CHAT:
-            body = None
+        if answer.speaks.source == CHAT:  # `whole_completion` of a Chat body, inline
+            try:
+                completion = orjson.loads(body)
+            except orjson.JSONDecodeError:  # fail-open: an answer the cache cannot read
+                completion = None
+        else:
+            completion, body = whole_completion(body, answer.speaks.source), None
     refusal = policy.answer_refusal(completion, 0, NO_LIMIT)
     return (None, refusal, None) if refusal is not None else (completion, "", body)
 

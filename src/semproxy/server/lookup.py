@@ -119,6 +119,7 @@ class CachePhase:
                                                 i.options) for i in spec.instances}
         self.accounting = CacheAccount(self, caches, prices)
         # The headers of a miss without debug headers (most misses): made once.
+        self.debug = spec.debug_headers
         self.miss_headers = cache_headers(conf, False, MISS, None, None, None, None)
         if conf.semantic_on:  # load the hit rule's word lists now, not within a deadline
             judge(read("warm up"), read("warm up please"), 1.0, self.spec.rule)
@@ -126,11 +127,12 @@ class CachePhase:
     async def run(self, exchange: Exchange) -> Answer | None:
         if exchange.protocol.name not in CHAT_LIKE:
             return None  # embeddings: nothing to cache
-        visit = exchange.cache = self.visit(exchange, exchange.pick)
-        found = visit.plan
-        if found is None:
+        found = self.plan(exchange, exchange.pick)
+        if isinstance(found, Bypass):
+            visit = exchange.cache = CacheVisit(BYPASS, detail=found.reason)
             self.headers(exchange, visit)
             return None
+        visit = exchange.cache = CacheVisit(found.control.status or MISS, plan=found)
         if found.control.read:
             answer = await self.read(exchange, visit, found)
             if answer is not None:
@@ -138,15 +140,13 @@ class CachePhase:
         if found.payload.get("stream") is True:  # wants_stream
             visit.tap = CacheTap(found.max_body, exchange.model, visit.flight)
             exchange.taps = [*(exchange.taps or ()), visit.tap]
-        self.headers(exchange, visit)
+        if visit.status == MISS and not self.debug:  # the common miss, without a call
+            headers = exchange.headers
+            exchange.headers = {**headers, **self.miss_headers} if headers \
+                else {**self.miss_headers}
+        else:
+            self.headers(exchange, visit)
         return None
-
-    def visit(self, exchange: Exchange, instance: str | None) -> CacheVisit:
-        """The plan of this request served by `instance`, or a bypass."""
-        made = self.plan(exchange, instance)
-        if isinstance(made, Bypass):
-            return CacheVisit(BYPASS, detail=made.reason)
-        return CacheVisit(made.control.status or MISS, plan=made)
 
     def plan(self, exchange: Exchange, instance: str | None) -> CachePlan | Bypass:
         parsed = exchange.parsed
@@ -275,11 +275,11 @@ class CachePhase:
         self.headers(exchange, visit)
 
     def headers(self, exchange: Exchange, visit: CacheVisit) -> None:
-        if visit.status == MISS and visit.detail is None and not self.route.spec.debug_headers:
-            added = self.miss_headers
+        if visit.status == MISS and not self.debug:
+            added = self.miss_headers  # a miss says no more without debug headers
         else:
-            added = cache_headers(self.conf, self.route.spec.debug_headers, visit.status,
-                                  visit.age, visit.similarity, visit.layer, visit.detail)
+            added = cache_headers(self.conf, self.debug, visit.status, visit.age,
+                                  visit.similarity, visit.layer, visit.detail)
         if added:
             exchange.headers = {**exchange.headers, **added} if exchange.headers else {**added}
 
