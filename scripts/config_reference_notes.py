@@ -130,6 +130,11 @@ NOTES: dict[str, tuple[str, str]] = {
                                    "failover). Reveals instance names.",
                                    "发送 `X-AI-Instance`（发生切换时还有 `X-AI-Failover`）。"
                                    "会暴露实例名。"),
+    "AIProxyMulti.strict_models": ("A request whose `model` no instance serves (by its "
+                                   "model, name or alias) gets 404 `model_not_found`; "
+                                   "otherwise it is served as `auto` is.",
+                                   "请求的 `model` 没有任何实例提供（按模型名、实例名或别名）"
+                                   "时返回 404 `model_not_found`；否则按 `auto` 处理。"),
     # Instance
     "Instance.name": ("Unique within the route; appears in headers, metrics and logs.",
                       "路由内唯一；出现在响应头、指标和日志中。"),
@@ -164,6 +169,11 @@ NOTES: dict[str, tuple[str, str]] = {
                            "算作匹配的最低分；覆盖均衡器的阈值。"),
     "Instance.catchall": ("Serves prompts that match no instance.",
                           "处理没有匹配任何实例的提示词。"),
+    "Instance.aliases": ("More names a client may send as `model` to get this instance "
+                         "(besides its `options.model` and its name); listed by "
+                         "`GET /v1/models`.",
+                         "客户端可作为 `model` 发送以选中该实例的其他名字（除 `options.model` "
+                         "和实例名之外）；会出现在 `GET /v1/models` 中。"),
     # Tls
     "Tls.ca_file": ("CA bundle that signs the upstream's certificate (instead of the "
                     "system store).", "签发上游证书的 CA 证书包（代替系统证书库）。"),
@@ -396,6 +406,31 @@ NOTES: dict[str, tuple[str, str]] = {
     "AIProxy.max_req_body_size": ("Largest request body in bytes.", "请求体上限（字节）。"),
     "AIProxy.logging": ("Access-log options.", "访问日志选项。"),
     "AIProxy.debug_headers": ("Send `X-AI-Instance`.", "发送 `X-AI-Instance`。"),
+    "AIProxy.strict_models": ("A `model` the instance does not serve gets 404 "
+                              "`model_not_found`.",
+                              "实例不提供的 `model` 返回 404 `model_not_found`。"),
+    "Plugins.cors": ("Browser access from other origins (APISIX `cors`).",
+                     "允许其他源的浏览器访问（APISIX `cors`）。"),
+    # Cors
+    "Cors.allow_origins": ("Origins allowed, comma-separated (`scheme://host:port`); `*` any "
+                           "origin (not with credentials), `**` any origin even then.",
+                           "允许的源，逗号分隔（`scheme://host:port`）；`*` 表示任意源（不可与"
+                           "凭据同用），`**` 表示即使带凭据也允许任意源。"),
+    "Cors.allow_methods": ("Methods allowed, comma-separated; `*` any, `**` every method.",
+                           "允许的方法，逗号分隔；`*` 任意，`**` 全部方法。"),
+    "Cors.allow_headers": ("Request headers allowed, comma-separated; `*` any, `**` those "
+                           "the preflight asks for.",
+                           "允许的请求头，逗号分隔；`*` 任意，`**` 即预检请求所要求的那些。"),
+    "Cors.expose_headers": ("Response headers a page may read, comma-separated; `*` any.",
+                            "页面可读取的响应头，逗号分隔；`*` 任意。"),
+    "Cors.max_age": ("Seconds a browser may keep a preflight's answer; -1: not at all.",
+                     "浏览器可缓存预检结果的秒数；-1 表示不缓存。"),
+    "Cors.allow_credential": ("Let pages send cookies and credentials; then no `*` "
+                              "anywhere.", "允许页面携带 cookie 等凭据；此时各项都不能用 `*`。"),
+    "Cors.allow_origins_by_regex": ("Regular expressions an origin must match in full; "
+                                    "when given they decide instead of `allow_origins`.",
+                                    "源必须完整匹配的正则表达式；配置后由它们决定，"
+                                    "`allow_origins` 不再生效。"),
     # KeyAuth
     "KeyAuth.header": ("Header carrying the key (`Authorization: Bearer` also works).",
                        "携带 key 的请求头（`Authorization: Bearer` 同样有效）。"),

@@ -213,6 +213,12 @@ SECTIONS: dict[str, tuple[str, str]] = {
                 "该路由的访问日志记录哪些内容。"),
     "AIProxy": ("A single instance route (APISIX `ai-proxy`).",
                 "单实例路由（APISIX `ai-proxy`），实例字段直接写在顶层。"),
+    "Cors": ("Which browser origins may call the route (APISIX `cors`): the route answers "
+             "preflights (`OPTIONS`, before key-auth) and gives its answers the "
+             "`Access-Control-*` headers. Off unless the route has it.",
+             "允许哪些浏览器源调用该路由（APISIX `cors`）：路由自行应答预检请求"
+             "（`OPTIONS`，在 key-auth 之前），并给响应加上 `Access-Control-*` 头。"
+             "路由不配置则关闭。"),
     "KeyAuth": ("Client authentication with consumer keys (APISIX key-auth).",
                 "使用 consumer key 的客户端认证（APISIX key-auth）。"),
     "Consumer": ("A client of the gateway that authenticates with a key.",

@@ -4,6 +4,7 @@ Steering words in the last user turn's text: ``status:NNN`` (an Anthropic error
 body with that status), ``tool:NAME`` (a `tool_use` block for NAME with input
 ``{"text": <prompt>}``). Otherwise it answers ``[name] model: prompt`` as one
 text block, or as Anthropic's event stream when ``stream`` is true.
+``POST .../messages/count_tokens`` answers ``{"input_tokens": COUNTED}``.
 """
 
 from __future__ import annotations
@@ -37,9 +38,14 @@ def sse(kind: str, data: dict[str, Any]) -> bytes:
     return f"event: {kind}\ndata: ".encode() + orjson.dumps({"type": kind, **data}) + b"\n\n"
 
 
+COUNTED = 4242
+
+
 class FakeAnthropic(FakeServer):
     async def handle(self, request: web.Request, rec: RecordedRequest) -> web.StreamResponse:
         body = rec.json
+        if request.path.endswith("/count_tokens"):
+            return json_response({"input_tokens": COUNTED})
         text = user_text(body)
         if (status := _STATUS.search(text)) is not None:
             code = int(status.group(1))

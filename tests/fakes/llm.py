@@ -11,6 +11,9 @@ Steering words (anywhere in the last user message's text):
 * ``breakstream:K`` abort the connection after K content chunks (no [DONE])
 * ``tool:NAME``     call tool NAME with arguments ``{"text": <the prompt>}`` instead of
                     answering text (finish_reason ``tool_calls``; streamed in two pieces)
+
+A POST to a path ending in ``/completions`` but not ``/chat/completions`` is a legacy
+text completion: answered as ``text_completion`` (whole, or streamed when asked).
 * ``filter``        end the answer with finish_reason ``content_filter``
 * ``errorevent:K``  after K content chunks send an error event, then ``[DONE]``
 """
@@ -168,6 +171,9 @@ class FakeLLM(FakeServer):
         }
         if steer.tool is not None:
             return await self._tool_call(request, body, model, steer.tool, text, usage)
+        if not request.path.endswith("/chat/completions") and request.path.endswith(
+                "/completions"):
+            return await self._text_completion(request, body, model, reply, usage)
         if body.get("stream") is True:
             opts = body.get("stream_options")
             include_usage = isinstance(opts, dict) and opts.get("include_usage") is True
@@ -282,6 +288,28 @@ class FakeLLM(FakeServer):
         await resp.prepare(request)
         for chunk in chunks:
             await resp.write(b"data: " + orjson.dumps(chunk) + b"\n\n")
+        await resp.write(b"data: [DONE]\n\n")
+        await resp.write_eof()
+        return resp
+
+    async def _text_completion(self, request: web.Request, body: dict[str, Any], model: str,
+                               reply: str, usage: dict[str, int]) -> web.StreamResponse:
+        base = {"id": f"cmpl-{uuid.uuid4().hex[:24]}", "object": "text_completion",
+                "created": int(time.time()), "model": model}
+        if body.get("stream") is not True:
+            return json_response({**base, "choices": [{"text": reply, "index": 0,
+                                                       "logprobs": None,
+                                                       "finish_reason": "stop"}],
+                                  "usage": usage}, headers=self.extra_headers())
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                           **self.extra_headers()})
+        await resp.prepare(request)
+        for piece, finish in [(reply[:4], None), (reply[4:], None), ("", "stop")]:
+            await resp.write(b"data: " + orjson.dumps({**base, "choices": [{
+                "text": piece, "index": 0, "logprobs": None, "finish_reason": finish}]})
+                + b"\n\n")
+        await resp.write(b"data: " + orjson.dumps({**base, "choices": [], "usage": usage})
+                         + b"\n\n")
         await resp.write(b"data: [DONE]\n\n")
         await resp.write_eof()
         return resp

@@ -26,8 +26,10 @@ class GatewayProcess:
 
     def __init__(self, config: dict[str, Any], workdir: Path,
                  env: dict[str, str] | None = None, listen: str = "127.0.0.1:0",
-                 open_files: tuple[int, int] | None = None) -> None:
+                 open_files: tuple[int, int] | None = None, args: tuple[str, ...] = ()
+                 ) -> None:
         self.listen = listen
+        self.args = args  # more `serve` options
         self.open_files = open_files  # (soft, hard) RLIMIT_NOFILE the gateway starts with
         self.config_path = workdir / "gateway.json"
         self.log_path = workdir / "gateway.log"
@@ -62,7 +64,7 @@ class GatewayProcess:
         with self.out_path.open("wb") as out, self.log_path.open("wb") as err:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "semproxy", "--log-format", "json", "serve",
-                 "--config", str(self.config_path), "--listen", self.listen],
+                 "--config", str(self.config_path), "--listen", self.listen, *self.args],
                 stdout=out, stderr=err, env=self._env, cwd=ROOT,
                 preexec_fn=None if self.open_files is None else self._limit_open_files)
         return time.monotonic() + timeout
@@ -145,3 +147,43 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+class TracedMemory:
+    """Python-level bytes a gateway process holds, read from its tracer's samples
+    (`traced/sitecustomize.py`): pass `env` to `GatewayProcess`, then ask `current`."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.path = workdir / "traced-memory"
+        self.env = {"TRACED_MEMORY": str(self.path),
+                    "PYTHONPATH": os.pathsep.join(
+                        (str(Path(__file__).parent / "traced"), str(ROOT / "src"), str(ROOT)))}
+
+    def current(self, settle: float = 0.05) -> int:
+        """The bytes of a sample taken after this call (waiting `settle` seconds)."""
+        since = time.monotonic() + settle
+        time.sleep(settle)
+        while not (samples := self.samples(since)):
+            time.sleep(0.01)
+        return samples[0][1]
+
+    def trim(self) -> None:
+        """Have the gateway return its allocator's free memory to the system (malloc_trim)."""
+        request = self.path.with_name(self.path.name + ".trim")
+        request.touch()
+        while request.exists():
+            time.sleep(0.01)
+
+    def peak(self, since: float) -> int:
+        """The most bytes held at any moment from `since` (monotonic) until now."""
+        until = time.monotonic()
+        while not self.samples(until):
+            time.sleep(0.01)
+        return max(peak for _, _, peak in self.samples(since))
+
+    def samples(self, since: float) -> list[tuple[float, int, int]]:
+        """(monotonic, current, peak since the sample before) from `since` on."""
+        text = self.path.read_text() if self.path.exists() else ""
+        rows = (line.split() for line in text.splitlines())
+        return [(float(r[0]), int(r[1]), int(r[2])) for r in rows
+                if len(r) == 3 and float(r[0]) >= since]

@@ -56,6 +56,17 @@ InstanceName = Annotated[
 Threshold = Annotated[float, Field(ge=-1.0, le=1.0)]
 
 
+def _model_name(name: str) -> str:
+    if not name.isprintable() or any(c.isspace() for c in name):
+        raise ValueError("must be a model name: printable, without spaces")
+    return name
+
+
+# A model name a client may send (`meta-llama/Llama-3.1-8B`, `gpt-4o:latest`).
+ModelName = Annotated[str, StringConstraints(min_length=1, max_length=200),
+                      AfterValidator(_model_name)]
+
+
 def _header_value(value: str) -> str:
     # Checked after ${VAR} substitution: a variable holding a line break would
     # otherwise split the upstream request head and fail every call.
@@ -213,6 +224,8 @@ class Instance(Strict):
     threshold: Threshold | None = None
     catchall: bool = False
     pricing: Pricing | None = None
+    # semproxy extension: more names a client may send for this instance's model.
+    aliases: list[ModelName] = Field(default_factory=list, max_length=64)
 
 
 class Conversation(Strict):
@@ -341,6 +354,9 @@ class RouteSettings(Strict):
     max_req_body_size: int = Field(default=10 * 1024 * 1024, ge=1)
     logging: Logging = Field(default_factory=Logging)
     debug_headers: bool = False
+    # semproxy extension: a `model` that no instance serves is a 404 (model_not_found)
+    # instead of being served by the balancer's pick.
+    strict_models: bool = False
 
 
 class AIProxyMulti(RouteSettings):
@@ -373,10 +389,24 @@ class KeyAuth(Strict):
     query: str = "apikey"
 
 
+class Cors(Strict):
+    """APISIX `cors`: which browser origins may call the route (fields, defaults and
+    meanings as in APISIX; lists are comma-separated strings there too)."""
+
+    allow_origins: HeaderValue = "*"
+    allow_methods: HeaderValue = "*"
+    allow_headers: HeaderValue = "*"
+    expose_headers: HeaderValue = "*"
+    max_age: int = Field(default=5, ge=-1)
+    allow_credential: bool = False
+    allow_origins_by_regex: list[str] | None = Field(default=None, min_length=1)
+
+
 class Plugins(Strict):
     ai_proxy_multi: AIProxyMulti | None = Field(default=None, alias="ai-proxy-multi")
     ai_proxy: AIProxy | None = Field(default=None, alias="ai-proxy")
     key_auth: KeyAuth | None = Field(default=None, alias="key-auth")
+    cors: Cors | None = None
     ai_rate_limiting: AIRateLimiting | None = Field(default=None, alias="ai-rate-limiting")
     ai_cache: AICache | None = Field(default=None, alias="ai-cache")
 

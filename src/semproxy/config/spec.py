@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -17,6 +17,7 @@ from typing import Any
 from semproxy.config import schema as s
 from semproxy.config.cache import AICache, vector_model
 from semproxy.config.cache import check as check_cache
+from semproxy.config.cors import CorsSpec, build_cors
 from semproxy.config.limits_plan import compile_plan
 from semproxy.config.overlap import RouteUri, overlap_warnings
 from semproxy.embeddings.factory import EmbeddingSpec
@@ -29,6 +30,7 @@ from semproxy.providers.registry import LOCAL_EMBEDDINGS, PROVIDERS, embedding_p
 from semproxy.transport.target import NetPolicy, Target, TlsFiles
 
 TRANSIENT_5XX = frozenset(range(500, 600))
+AUTO_MODEL = "auto"  # the model name that leaves the choice to the gateway
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,6 +47,10 @@ class InstanceSpec:
     threshold: float | None = None
     catchall: bool = False
     checks: s.Checks | None = None
+    aliases: tuple[str, ...] = ()
+    # `options.model` when the file names it; None when it comes from the environment
+    # (`${VAR}`): such a value is never shown to clients, nor matched for them.
+    listed_model: str | None = None
 
     @property
     def target(self) -> Target:
@@ -108,6 +114,8 @@ class RouteSpec:
     logging: s.Logging
     key_auth: s.KeyAuth | None = None
     shadow: ShadowSpec | None = None
+    strict_models: bool = False
+    cors: CorsSpec | None = None  # the `cors` plugin: off unless the route has it
     cache: AICache | None = None  # the route's `ai-cache` plugin
     # The model whose vectors the cache's semantic layer compares (config/cache.py).
     cache_model: str = DEFAULT_LOCAL_MODEL
@@ -173,7 +181,7 @@ def build(raw: s.Root, version: str, document: Mapping[str, Any] | None = None
         if route.id in seen:
             errs.add(f"{path}.id", f"duplicate route id {route.id!r}")
         seen.add(route.id)
-        spec = _route(route, path, errs)
+        spec = _route(route, path, errs, _written_route(document, i))
         if spec is not None and route.status == 1:  # status 0: checked, but not served
             routes.append(spec)
     errs.warnings += overlap_warnings([RouteUri(i, r.id, r.uri) for i, r in enumerate(raw.routes)
@@ -232,7 +240,16 @@ def _consumers(raw: s.Root, errs: _Errors) -> dict[bytes, str]:
     return out
 
 
-def _route(route: s.Route, path: str, errs: _Errors) -> RouteSpec | None:
+def _written_route(document: Mapping[str, Any] | None, i: int) -> Mapping[str, Any]:
+    """Route `i` as the file wrote it (before `${VAR}` substitution), {} if unknown."""
+    routes = (document or {}).get("routes")
+    route = routes[i] if isinstance(routes, list) and i < len(routes) else None
+    plugins = route.get("plugins") if isinstance(route, dict) else None
+    return plugins if isinstance(plugins, dict) else {}
+
+
+def _route(route: s.Route, path: str, errs: _Errors, written: Mapping[str, Any]
+           ) -> RouteSpec | None:
     multi, single = route.plugins.ai_proxy_multi, route.plugins.ai_proxy
     if (multi is None) == (single is None):
         errs.add(f"{path}.plugins", "exactly one of ai-proxy-multi or ai-proxy is required")
@@ -249,7 +266,8 @@ def _route(route: s.Route, path: str, errs: _Errors) -> RouteSpec | None:
         attempt_timeout_s=multi.attempt_timeout / 1000 if multi.attempt_timeout else None,
         max_body=multi.max_resp_body_size, max_event=multi.max_sse_event_size,
         max_connections=multi.max_connections_per_origin, proxy=multi.proxy)
-    instances = _instances(multi, ppath, net, errs, is_single=single is not None)
+    instances = _instances(multi, ppath, net, errs, _written_instances(written),
+                           is_single=single is not None)
     semantic = _semantic(multi, ppath, net, errs)
     balancer = multi.balancer
     if balancer.algorithm == "chash" and balancer.hash_on != "consumer" and not balancer.key:
@@ -261,7 +279,10 @@ def _route(route: s.Route, path: str, errs: _Errors) -> RouteSpec | None:
         algorithm=balancer.algorithm, hash_on=balancer.hash_on, key=balancer.key,
         semantic=semantic, retry=_retry(multi), max_body=multi.max_req_body_size,
         debug_headers=multi.debug_headers, logging=multi.logging,
-        key_auth=route.plugins.key_auth, cache=route.plugins.ai_cache,
+        key_auth=route.plugins.key_auth, strict_models=multi.strict_models,
+        cors=None if route.plugins.cors is None else build_cors(
+            route.plugins.cors, f"{path}.plugins.cors", errs.add),
+        cache=route.plugins.ai_cache,
         cache_model=vector_model(semantic.embeddings if semantic else None),
     )
     if route.plugins.ai_cache is not None:
@@ -281,8 +302,26 @@ def _from_single(single: s.AIProxy) -> s.AIProxyMulti:
     return s.AIProxyMulti.model_validate({**fields, "instances": [instance]}, strict=False)
 
 
+def _written_instances(plugins: Mapping[str, Any]) -> list[Any]:
+    """The instances as written: `ai-proxy-multi`'s list, or `ai-proxy` as its one."""
+    multi = plugins.get("ai-proxy-multi")
+    if isinstance(multi, dict) and isinstance(multi.get("instances"), list):
+        return list(multi["instances"])
+    single = plugins.get("ai-proxy")
+    return [single] if isinstance(single, dict) else []
+
+
+def _listed_model(model: str | None, written: Any) -> str | None:
+    """`model`, unless the file wrote a reference there (anything with `$`): a value from
+    the environment is the operator's, not the clients'."""
+    options = written.get("options") if isinstance(written, dict) else None
+    raw = options.get("model") if isinstance(options, dict) else model
+    return model if model is not None and not (isinstance(raw, str) and "$" in raw) else None
+
+
 def _instances(
-    multi: s.AIProxyMulti, ppath: str, net: NetPolicy, errs: _Errors, is_single: bool = False
+    multi: s.AIProxyMulti, ppath: str, net: NetPolicy, errs: _Errors,
+    written: list[Any] | None = None, is_single: bool = False
 ) -> tuple[InstanceSpec, ...]:
     out = []
     names: set[str] = set()
@@ -305,15 +344,26 @@ def _instances(
         model = model if isinstance(model, str) else None
         own = _own_net(net, inst.proxy, inst.tls)
         targets = provider.targets(inst.override.endpoint, inst.auth, model, own)
-        _check_target(next(iter(targets.values())), ipath, errs)
+        _check_targets(targets.values(), ipath, errs)
         out.append(InstanceSpec(
             name=inst.name, provider=provider, targets=MappingProxyType(targets),
             options=MappingProxyType(dict(inst.options)), weight=inst.weight,
             priority=inst.priority, examples=tuple(inst.examples or ()),
             negative_examples=tuple(inst.negative_examples or ()),
             threshold=inst.threshold, catchall=inst.catchall, checks=inst.checks,
+            aliases=_aliases(inst, ipath, errs),
+            listed_model=_listed_model(model, (written or [])[j] if j < len(written or [])
+                                       else None),
         ))
     return tuple(out)
+
+
+def _aliases(inst: s.Instance, ipath: str, errs: _Errors) -> tuple[str, ...]:
+    for k, alias in enumerate(inst.aliases):
+        if alias == AUTO_MODEL:
+            errs.add(f"{ipath}.aliases[{k}]", f"{AUTO_MODEL!r} means 'the gateway picks'; it "
+                     "cannot name one instance")
+    return tuple(dict.fromkeys(a for a in inst.aliases if a != AUTO_MODEL))
 
 
 def _own_net(net: NetPolicy, proxy: str | None, tls: s.Tls | None) -> NetPolicy:
@@ -325,13 +375,23 @@ def _own_net(net: NetPolicy, proxy: str | None, tls: s.Tls | None) -> NetPolicy:
     return replace(net, proxy=net.proxy if proxy is None else proxy, tls=files)
 
 
-def _check_target(target: Target, path: str, errs: _Errors) -> None:
+def _check_targets(targets: Iterable[Target], path: str, errs: _Errors) -> None:
+    """Prepare every upstream request now: a bad endpoint or TLS file fails the load (one
+    error per instance), and no request reads a TLS file on the event loop later."""
+    for target in targets:
+        if _check_target(target, path, errs) is not None:
+            return
+
+
+def _check_target(target: Target, path: str, errs: _Errors) -> str | None:
     """Prepare the upstream request now, so a bad endpoint or TLS file fails the load."""
     if target.url.startswith(("http://", "https://")):
         try:
             target.call  # noqa: B018 (a cached property: computed here, once)
         except UpstreamError as exc:
             errs.add(path, exc.message)
+            return exc.message
+    return None
 
 
 def _retry(multi: s.AIProxyMulti) -> RetryPolicy:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from semproxy.errors import error_body
 from semproxy.protocols.body import parse_chat
 from semproxy.protocols.contract import Parsed
-from semproxy.protocols.events import decoded
+from semproxy.protocols.events import DEFAULT_LIMIT, decoded, stream_failure
 from semproxy.protocols.usage import body_usage, chat_usage
 from semproxy.semantic.query import routing_input
 from semproxy.types import JSONObject, Usage
@@ -45,14 +45,22 @@ def stream_error(message: str) -> bytes:
     return b"data: " + error_body(message, "upstream_error", "bad_gateway") + b"\n\n"
 
 
-class ChatEvents:
-    """A Chat Completions stream passed on unchanged, its usage chunk read."""
+def has_error_event(events: bytes) -> bool:
+    """A run that holds an in-stream error event (`{"error": {...}}`)."""
+    return b'"error"' in events and any(
+        event is not None and stream_failure(event) is not None for event in decoded(events))
 
-    __slots__ = ("done", "usage")
+
+class ChatEvents:
+    """A Chat Completions stream passed on unchanged, its usage chunk read (and an
+    in-stream error event noted, for the access log)."""
+
+    __slots__ = ("done", "failed", "usage")
 
     def __init__(self) -> None:
         self.usage: Usage | None = None
         self.done = False
+        self.failed = False
 
     def feed(self, events: bytes) -> bytes:
         if has_usage_object(events):
@@ -61,12 +69,15 @@ class ChatEvents:
                 self.usage = found or self.usage
         if is_done(events):
             self.done = True
+        if has_error_event(events):
+            self.failed = True
         return events
 
     def close(self) -> bytes:
         return b""
 
     def error(self, message: str) -> bytes:
+        self.failed = True
         return stream_error(message)
 
 
@@ -89,5 +100,5 @@ class ChatPassThrough:
     def error(self, status: int, body: bytes) -> bytes:
         return body
 
-    def events(self, model: str | None) -> ChatEvents:
+    def events(self, model: str | None, limit: int = DEFAULT_LIMIT) -> ChatEvents:
         return ChatEvents()

@@ -16,8 +16,8 @@ import orjson
 
 from semproxy.errors import UpstreamError
 from semproxy.protocols.chat import CHAT, stream_error
-from semproxy.protocols.envelope import error_object
-from semproxy.protocols.events import decoded
+from semproxy.protocols.envelope import UNTRANSLATABLE, error_object
+from semproxy.protocols.events import DEFAULT_LIMIT, decoded
 from semproxy.protocols.messages import (
     FINISH_REASONS,
     MESSAGES,
@@ -43,14 +43,14 @@ class ChatToMessages:
             message = orjson.loads(body)
             usage = anthropic_usage(anthropic_counts(message.get("usage")))
             return orjson.dumps(to_completion(message, usage)), usage
-        except (orjson.JSONDecodeError, AttributeError, TypeError) as exc:
+        except UNTRANSLATABLE as exc:
             raise UpstreamError("upstream answered with a body that is not an Anthropic "
                                 "message") from exc
 
     def error(self, status: int, body: bytes) -> bytes:
         return to_chat_error(body, status)
 
-    def events(self, model: str | None) -> ChunksFromMessages:
+    def events(self, model: str | None, limit: int = DEFAULT_LIMIT) -> ChunksFromMessages:
         return ChunksFromMessages()
 
 
@@ -169,14 +169,20 @@ def to_chat_error(body: bytes, status: int) -> bytes:
 
 
 class ChunksFromMessages:
-    """Anthropic's event stream retold as Chat Completions chunks, ending in [DONE]."""
+    """Anthropic's event stream retold as Chat Completions chunks, ending in [DONE].
+
+    Each `tool_use` block becomes a tool call numbered in order; its argument pieces
+    find their call by the block's `index`. Nothing is translated after
+    `message_stop` or an error event.
+    """
 
     def __init__(self) -> None:
         self._id = ""
         self._model = ""
-        self._tools = -1  # index of the last tool call
+        self._calls: dict[Any, int] = {}  # content block index -> tool call index
         self._counts: dict[str, int] = {}
         self.done = False
+        self.failed = False
 
     @property
     def usage(self) -> Usage | None:
@@ -186,11 +192,14 @@ class ChunksFromMessages:
         return b""
 
     def error(self, message: str) -> bytes:
+        self.failed = True
         return stream_error(message)
 
     def feed(self, chunk: bytes) -> bytes:
         out = bytearray()
         for event in decoded(chunk):
+            if self.done or self.failed:
+                break
             if event is not None:
                 out += self._event(event)
         return bytes(out)
@@ -205,36 +214,52 @@ class ChunksFromMessages:
     def _event(self, event: dict[str, Any]) -> bytes:
         kind = event.get("type")
         if kind == "message_start":
-            message = event.get("message") or {}
-            self._id, self._model = message.get("id", ""), message.get("model", "")
+            message = _object(event.get("message"))
+            self._id, self._model = _text(message.get("id")), _text(message.get("model"))
             self._counts = anthropic_counts(message.get("usage"))
             return self._chunk({"role": "assistant", "content": ""})
         if kind == "content_block_start":
-            block = event.get("content_block") or {}
-            if block.get("type") != "tool_use":
-                return b""
-            self._tools += 1
-            return self._chunk({"tool_calls": [{"index": self._tools, "id": block.get("id"),
-                                                "type": "function", "function": {
-                                                    "name": block.get("name", ""),
-                                                    "arguments": ""}}]})
+            return self._block(event.get("index"), _object(event.get("content_block")))
         if kind == "content_block_delta":
-            return self._delta(event.get("delta") or {})
+            return self._delta(event.get("index"), _object(event.get("delta")))
         if kind == "message_delta":
             self._counts.update(anthropic_counts(event.get("usage")))
-            reason = (event.get("delta") or {}).get("stop_reason") or "end_turn"
+            reason = _text(_object(event.get("delta")).get("stop_reason")) or "end_turn"
             return self._chunk({}, FINISH_REASONS.get(reason, "stop"))
         if kind == "message_stop":
             self.done = True
             return self._chunk(None, usage=chat_usage_object(self.usage)) + b"data: [DONE]\n\n"
-        if kind == "error":
+        if kind == "error":  # the upstream's error object, relayed as it came
+            self.failed = True
             return b"data: " + orjson.dumps({"error": event.get("error")}) + b"\n\n"
         return b""
 
-    def _delta(self, delta: dict[str, Any]) -> bytes:
+    def _block(self, index: Any, block: dict[str, Any]) -> bytes:
+        if block.get("type") != "tool_use":
+            return b""
+        call = self._calls[_key(index)] = len(self._calls)
+        return self._chunk({"tool_calls": [{"index": call, "id": _text(block.get("id")),
+                                            "type": "function", "function": {
+                                                "name": _text(block.get("name")),
+                                                "arguments": ""}}]})
+
+    def _delta(self, index: Any, delta: dict[str, Any]) -> bytes:
         if delta.get("type") == "text_delta":
-            return self._chunk({"content": delta.get("text", "")})
-        if delta.get("type") == "input_json_delta":
-            return self._chunk({"tool_calls": [{"index": self._tools, "function": {
-                "arguments": delta.get("partial_json", "")}}]})
+            return self._chunk({"content": _text(delta.get("text"))})
+        call = self._calls.get(_key(index))
+        if delta.get("type") == "input_json_delta" and call is not None:
+            return self._chunk({"tool_calls": [{"index": call, "function": {
+                "arguments": _text(delta.get("partial_json"))}}]})
         return b""
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _key(index: Any) -> Any:
+    return index if type(index) is int else None

@@ -13,6 +13,7 @@ from semproxy.protocols.body import parse_object
 from semproxy.protocols.chat import ChatEvents
 from semproxy.protocols.contract import Parsed
 from semproxy.protocols.envelope import read_error
+from semproxy.protocols.events import DEFAULT_LIMIT
 from semproxy.protocols.usage import body_usage
 from semproxy.types import JSONObject, Usage
 
@@ -51,5 +52,5 @@ class EmbeddingsPassThrough:
     def error(self, status: int, body: bytes) -> bytes:
         return error_body(*read_error(body, status))
 
-    def events(self, model: str | None) -> ChatEvents:
+    def events(self, model: str | None, limit: int = DEFAULT_LIMIT) -> ChatEvents:
         return ChatEvents()  # embeddings never stream; a stray event stream passes as it is

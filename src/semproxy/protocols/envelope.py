@@ -11,6 +11,12 @@ from typing import Any
 
 import orjson
 
+# What a converter's reading of a well-formed JSON body of the wrong shape can raise
+# (a field of the wrong type: a string where an object belongs, a list for a number).
+# A converter turns them into `UpstreamError` (an answer: 502) or `BadRequestError`
+# (a request: 400); never a 500.
+UNTRANSLATABLE = (ValueError, TypeError, AttributeError, KeyError, IndexError)
+
 
 def error_object(body: bytes) -> dict[str, Any] | None:
     """The `error` object of an error body, None when there is none."""

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from semproxy.protocols.chat import stream_error
-from semproxy.protocols.events import decoded
+from semproxy.protocols.events import DEFAULT_LIMIT, decoded
 from semproxy.protocols.usage import anthropic_counts, anthropic_usage, body_usage
 from semproxy.types import JSONObject, Usage
 
@@ -60,11 +60,12 @@ class MessagesEvents:
     """A native Anthropic stream passed on unchanged: the input count from `message_start`,
     the output count from `message_delta`, and `message_stop` as its end."""
 
-    __slots__ = ("_counts", "done")
+    __slots__ = ("_counts", "done", "failed")
 
     def __init__(self) -> None:
         self._counts: dict[str, int] = {}
         self.done = False
+        self.failed = False
 
     @property
     def usage(self) -> Usage | None:
@@ -78,15 +79,18 @@ class MessagesEvents:
                 message = event.get("message")
                 node = message.get("usage") if isinstance(message, dict) else event.get("usage")
                 self._counts.update(anthropic_counts(node))
-        if b"message_stop" in events:
-            self.done = any(e is not None and e.get("type") == "message_stop"
-                            for e in decoded(events))
+        if b"message_stop" in events or b'"error"' in events:
+            for event in decoded(events):
+                kind = None if event is None else event.get("type")
+                self.done = self.done or kind == "message_stop"
+                self.failed = self.failed or kind == "error"
         return events
 
     def close(self) -> bytes:
         return b""
 
     def error(self, message: str) -> bytes:
+        self.failed = True
         # The event a broken native stream has always ended with: OpenAI's shape.
         return stream_error(message)
 
@@ -105,5 +109,5 @@ class MessagesPassThrough:
     def error(self, status: int, body: bytes) -> bytes:
         return body
 
-    def events(self, model: str | None) -> MessagesEvents:
+    def events(self, model: str | None, limit: int = DEFAULT_LIMIT) -> MessagesEvents:
         return MessagesEvents()

@@ -22,7 +22,8 @@ from semproxy.errors import BadRequestError, UpstreamError
 from semproxy.protocols.body import parse_object
 from semproxy.protocols.chat import CHAT
 from semproxy.protocols.contract import Parsed
-from semproxy.protocols.envelope import read_error
+from semproxy.protocols.envelope import UNTRANSLATABLE, read_error
+from semproxy.protocols.events import DEFAULT_LIMIT
 from semproxy.protocols.messages import (
     MESSAGES,
     STOP_REASONS,
@@ -83,15 +84,15 @@ class MessagesToChat:
             completion = orjson.loads(body)
             usage = chat_usage(completion.get("usage"))
             return orjson.dumps(from_chat(completion, usage)), usage
-        except (orjson.JSONDecodeError, TypeError, AttributeError) as exc:
+        except UNTRANSLATABLE as exc:
             raise not_a_completion() from exc
 
     def error(self, status: int, body: bytes) -> bytes:
         message, _, _ = read_error(body, status)
         return error_body(status, message)
 
-    def events(self, model: str | None) -> MessagesStream:
-        return MessagesStream(message_id(), model or "")
+    def events(self, model: str | None, limit: int = DEFAULT_LIMIT) -> MessagesStream:
+        return MessagesStream(message_id(), model or "", limit)
 
 
 def not_a_completion() -> UpstreamError:

@@ -22,7 +22,8 @@ from semproxy.errors import BadRequestError, UpstreamError, error_body
 from semproxy.protocols.body import parse_object
 from semproxy.protocols.chat import CHAT
 from semproxy.protocols.contract import Parsed
-from semproxy.protocols.envelope import read_error
+from semproxy.protocols.envelope import UNTRANSLATABLE, read_error
+from semproxy.protocols.events import DEFAULT_LIMIT
 from semproxy.protocols.responses_stream import (
     ResponsesStream,
     call_item,
@@ -74,16 +75,17 @@ class ResponsesToChat:
     def answer(self, body: bytes) -> tuple[bytes, Usage | None]:
         try:
             completion = orjson.loads(body)
-            return orjson.dumps(from_chat(completion)), chat_usage(completion.get("usage"))
-        except (orjson.JSONDecodeError, TypeError, AttributeError) as exc:
+            usage = chat_usage(completion.get("usage"))
+            return orjson.dumps(from_chat(completion, usage)), usage
+        except UNTRANSLATABLE as exc:
             raise UpstreamError("upstream answered with a body that is not a chat "
                                 "completion") from exc
 
     def error(self, status: int, body: bytes) -> bytes:
         return error_body(*read_error(body, status))
 
-    def events(self, model: str | None) -> ResponsesStream:
-        return ResponsesStream(new_id("resp"), new_id("msg"), model or "")
+    def events(self, model: str | None, limit: int = DEFAULT_LIMIT) -> ResponsesStream:
+        return ResponsesStream(new_id("resp"), new_id("msg"), model or "", limit)
 
 
 def _items(given: Any) -> list[Any]:
@@ -116,8 +118,11 @@ def to_chat(request: dict[str, Any], items: list[Any]) -> dict[str, Any]:
     for i, item in enumerate(items):
         _add_item(messages, item, i)
     chat["messages"] = messages
-    if "tools" in request:
-        chat["tools"] = [_tool(t, i) for i, t in enumerate(request["tools"] or ())]
+    if request.get("tools") is not None:
+        tools = request["tools"]
+        if not isinstance(tools, list):
+            raise BadRequestError("tools: must be an array")
+        chat["tools"] = [_tool(t, i) for i, t in enumerate(tools)]
     if "tool_choice" in request:
         chat["tool_choice"] = _tool_choice(request["tool_choice"])
     text_format = (request.get("text") or {}).get("format") if isinstance(
@@ -185,7 +190,11 @@ def _tool_choice(choice: Any) -> Any:
     return choice
 
 
-def from_chat(completion: dict[str, Any]) -> dict[str, Any]:
+def from_chat(completion: dict[str, Any], usage: Usage | None = None) -> dict[str, Any]:
+    """A chat.completion as a Responses `response` (`usage`: the completion's, when the
+    caller has read it already)."""
+    if usage is None:
+        usage = chat_usage(completion.get("usage"))
     choice = (completion.get("choices") or [{}])[0]
     message = choice.get("message") or {}
     output: list[dict[str, Any]] = []
@@ -195,5 +204,5 @@ def from_chat(completion: dict[str, Any]) -> dict[str, Any]:
         function = call.get("function") or {}
         output.append(call_item(new_id("fc"), call.get("id", ""), function.get("name", ""),
                                 function.get("arguments", "")))
-    return response_object(new_id("resp"), completion.get("model", ""), output,
-                           choice.get("finish_reason"), completion.get("usage"))
+    return response_object(new_id("resp"), str(completion.get("model") or ""), output,
+                           choice.get("finish_reason"), usage)

@@ -18,10 +18,14 @@ from semproxy.types import Usage
 
 ANTHROPIC_COUNTS = ("input_tokens", "output_tokens", "cache_creation_input_tokens",
                     "cache_read_input_tokens")
+# No answer has more tokens than this (the largest context windows hold a few million):
+# a count above it, like a negative one, is not a count but a broken upstream, and is
+# read as not reported rather than billed or relayed (2**62 would overflow a sum).
+MAX_COUNT = 1 << 32
 
 
 def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and value >= 0 else None
+    return value if type(value) is int and 0 <= value <= MAX_COUNT else None
 
 
 def chat_usage(node: Any) -> Usage | None:
@@ -31,8 +35,8 @@ def chat_usage(node: Any) -> Usage | None:
         return None
     # Every answer of a stream or a completion passes here: no helper calls.
     given, made = node.get("prompt_tokens"), node.get("completion_tokens")
-    given = given if isinstance(given, int) and given >= 0 else None
-    made = made if isinstance(made, int) and made >= 0 else None
+    given = given if type(given) is int and 0 <= given <= MAX_COUNT else None
+    made = made if type(made) is int and 0 <= made <= MAX_COUNT else None
     if given is None and made is None and _count(node.get("total_tokens")) is None:
         return None
     details = node.get("prompt_tokens_details")

@@ -22,5 +22,6 @@ API_VERSION = "2023-06-01"
 class AnthropicMessagesProvider(Provider):
     name = "anthropic-messages"
     base_url = "https://api.anthropic.com"
-    paths = MappingProxyType({"messages": "/v1/messages"})
+    paths = MappingProxyType({"messages": "/v1/messages",
+                              "count_tokens": "/v1/messages/count_tokens"})
     headers = MappingProxyType({"anthropic-version": API_VERSION})

@@ -16,5 +16,6 @@ class AzureOpenAIProvider(Provider):
     paths = MappingProxyType({
         "chat": "/openai/deployments/{model}/chat/completions?api-version=2024-10-21",
         "embeddings": "/openai/deployments/{model}/embeddings?api-version=2024-10-21",
+        "completions": "/openai/deployments/{model}/completions?api-version=2024-10-21",
     })
     sends_model = False

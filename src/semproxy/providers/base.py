@@ -20,7 +20,9 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from semproxy.transport.target import NetPolicy, Target, safe_label
 
-OPENAI_PATHS = MappingProxyType({"chat": "/v1/chat/completions", "embeddings": "/v1/embeddings"})
+# Legacy text completions are OpenAI's too, and still served by vLLM, llama.cpp and others.
+OPENAI_PATHS = MappingProxyType({"chat": "/v1/chat/completions", "embeddings": "/v1/embeddings",
+                                 "completions": "/v1/completions"})
 
 
 def join_url(endpoint: str, path: str) -> str:

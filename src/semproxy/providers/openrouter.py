@@ -9,4 +9,5 @@ class OpenRouterProvider(Provider):
     name = "openrouter"
     base_url = "https://openrouter.ai"
     paths = MappingProxyType({"chat": "/api/v1/chat/completions",
-                              "embeddings": "/api/v1/embeddings"})
+                              "embeddings": "/api/v1/embeddings",
+                              "completions": "/api/v1/completions"})

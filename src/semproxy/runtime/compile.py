@@ -24,6 +24,7 @@ from semproxy.errors import BadRequestError, EmbeddingError, NotFoundError
 from semproxy.health.active import ActiveChecker
 from semproxy.health.state import HealthState, Listener
 from semproxy.observability.observer import RequestObserver
+from semproxy.protocols.models import serving
 from semproxy.runtime.legs import leg_tables
 from semproxy.runtime.routes import RouteState, RouteTable
 from semproxy.semantic.explain import explain_with
@@ -61,7 +62,7 @@ def compile_route(spec: RouteSpec, pool: EmbedderPool, transport: Transport,
     health = HealthState([i.name for i in spec.instances], passive,
                          listener=_health_listener(spec.id, observer))
     state = RouteState(spec, picker, health, leg_tables(spec.instances),
-                       by_name={i.name: i for i in spec.instances})
+                       by_name={i.name: i for i in spec.instances}, models=serving(spec))
     if spec.cache is not None:
         state.in_process = pool.get(IN_PROCESS)
     if spec.semantic is not None:

@@ -17,10 +17,13 @@ from typing import Any
 import orjson
 
 from semproxy.config.spec import InstanceSpec
+from semproxy.errors import BadRequestError
 from semproxy.protocols.chat import CHAT
 from semproxy.protocols.contract import Converter, Parsed
+from semproxy.protocols.count_tokens import COUNT_TOKENS, LOCAL_URL
 from semproxy.protocols.embeddings import EMBEDDINGS
-from semproxy.protocols.registry import PROTOCOLS, conversion
+from semproxy.protocols.envelope import UNTRANSLATABLE
+from semproxy.protocols.registry import CONVERTERS, PROTOCOLS, conversion
 from semproxy.transport.target import Target
 
 JSON = "application/json"
@@ -40,12 +43,17 @@ class Leg:
     content_type: str | None
 
     def body(self, parsed: Parsed) -> bytes:
-        """The request body this leg sends for `parsed`."""
+        """The request body this leg sends for `parsed`; a 400 when the client's request
+        has a field of a shape the upstream's protocol cannot be given."""
         source = parsed.native if self.native and parsed.native is not None else parsed.payload
         body = {**source, **self.options}
         if not self.sends_model:
             body.pop("model", None)
-        return orjson.dumps(self.speaks.request(body))
+        try:
+            return orjson.dumps(self.speaks.request(body))
+        except UNTRANSLATABLE as exc:  # orjson's encode error is a TypeError too
+            raise BadRequestError("the request has a field of a shape the upstream's protocol "
+                                  "does not take") from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +69,9 @@ def leg(instance: InstanceSpec, client: str) -> Leg | None:
     """The leg of `instance` for clients of `client`, None when it cannot serve them.
 
     An instance speaking the client's protocol takes it natively; otherwise the
-    first protocol it speaks that Chat Completions converts to serves.
+    first protocol it speaks that Chat Completions converts to serves. Token
+    counting needs no model: an instance that cannot count is counted for, in
+    process (`protocols/count_tokens.py`).
     """
     spoken = sorted(instance.targets, key=lambda p: p != client)  # its own protocol first
     for protocol in spoken:
@@ -77,6 +87,12 @@ def leg(instance: InstanceSpec, client: str) -> Leg | None:
                    speaks=speaks, back=back, options=instance.options,
                    sends_model=instance.provider.sends_model,
                    content_type=None if keeps_type else JSON)
+    if client == COUNT_TOKENS:
+        local = Target(url=LOCAL_URL, headers={}, net=instance.target.net,
+                       label="local token count")
+        return Leg(instance=instance.name, target=local, native=True,
+                   speaks=CONVERTERS[(COUNT_TOKENS, COUNT_TOKENS)], back=None,
+                   options=instance.options, sends_model=True, content_type=None)
     return None
 
 

@@ -63,6 +63,8 @@ class RouteState:
     shadow: SemanticRouter | None = None  # balancer.shadow: decides, never serves
     by_name: dict[str, InstanceSpec] = field(default_factory=dict)
     checker: ActiveChecker | None = None  # started and stopped with its table
+    # A model name a client may send -> the instances serving it (protocols/models.py).
+    models: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # ai-cache: the routing vectors of recent prompts (semantic routes), and the
     # in-process model (other routes' prompts, answers compared in shadow mode).
     recent: RecentVectors | None = None

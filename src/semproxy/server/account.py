@@ -11,8 +11,6 @@ import logging
 import time
 from typing import Any
 
-import orjson
-
 from semproxy.governance.pricing import to_money
 from semproxy.governance.tiers import BudgetChoice
 from semproxy.observability.logging import log_line
@@ -72,6 +70,8 @@ def access_fields(exchange: Exchange, seconds: float) -> dict[str, Any]:
             fields["semantic"]["context"] = list(exchange.decision.context)
     if exchange.shadow is not None:
         fields.update(shadow_fields(exchange.shadow))
+    if exchange.stream_error is not None:
+        fields["stream_error"] = exchange.stream_error
     if exchange.cost is not None:  # a priced route: what the request cost, in money
         fields["cost"] = round(to_money(exchange.cost), 9)
     charged = exchange.charged
@@ -85,7 +85,8 @@ def access_fields(exchange: Exchange, seconds: float) -> dict[str, Any]:
         fields["failover"] = [f"{a.instance}:{a.outcome}" for a in exchange.attempts]
     route = exchange.route
     if route is not None and route.spec.logging.payloads:
-        fields["request_body"] = _clip(orjson.dumps(exchange.payload))
+        parsed = exchange.parsed  # a shelved request is logged without parsing it back
+        fields["request_body"] = _clip(b"null" if parsed is None else parsed.payload_json())
         if exchange.response_body is not None:
             fields["response_body"] = _clip(exchange.response_body)
     return fields

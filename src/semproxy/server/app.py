@@ -26,6 +26,8 @@ from semproxy.errors import (
 )
 from semproxy.observability.metrics import Metrics
 from semproxy.observability.observer import RequestObserver, SilentObserver
+from semproxy.protocols.count_tokens import LOCAL_SCHEME, LocalTokenCounter
+from semproxy.protocols.registry import protocol_for
 from semproxy.runtime.compile import compile_table
 from semproxy.runtime.routes import RouteTable
 from semproxy.semantic.router import strong_readiness
@@ -49,7 +51,8 @@ CLIENT_MAX_SIZE = 1 << 40
 class Gateway:
     def __init__(self, config: GatewayConfig, observer: RequestObserver | None = None,
                  transport: Transport | None = None) -> None:
-        self.transport: Transport = transport or SchemeTransport()
+        self.transport: Transport = transport or SchemeTransport(
+            local={LOCAL_SCHEME: LocalTokenCounter()})
         self.observer: RequestObserver = observer or SilentObserver()
         self.governance = Governance()
         self.caches = CacheStores()  # response caches: they outlive config versions
@@ -165,6 +168,8 @@ def expect_continue(gateway: Gateway) -> Callable[[web.Request], Awaitable[web.R
             route = gateway.table.match(request.path, request.method)
         except GatewayError:
             return None
+        if route.spec.is_prefix and protocol_for(request.path) is None:
+            return None  # an unknown endpoint: answered 404 without reading
         declared = request.content_length
         if declared is not None and declared > route.spec.max_body:
             err = PayloadTooLargeError(f"request body of {declared} bytes exceeds the limit "

@@ -23,6 +23,7 @@ from semproxy.errors import (
     UpstreamError,
     UpstreamTimeoutError,
 )
+from semproxy.protocols.contract import exact
 from semproxy.runtime.legs import Leg
 from semproxy.runtime.routes import RouteState
 from semproxy.server.exchange import Answer, Attempt, Exchange
@@ -34,6 +35,9 @@ from semproxy.types import Usage
 log = logging.getLogger("semproxy.proxy")
 
 SSE = "text/event-stream"
+# Requests from this size on are shelved during their upstream call (Parsed.shelve):
+# below it, the objects cost too little to be worth the copies.
+SHELVE_AT = 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -83,9 +87,15 @@ class CallPhase:
         assert exchange.legs is not None and exchange.parsed is not None
         leg = exchange.legs.legs[name]
         started = time.monotonic()
+        data = leg.body(exchange.parsed)
+        if exchange.body_size >= SHELVE_AT:
+            # Held until the answer's headers come, perhaps for minutes: the body as sent
+            # and the request as bytes, not the Python objects they were made from.
+            data = exact(data)
+            exchange.parsed.shelve()
         try:
-            reply = await self.transport.post(leg.target, leg.body(exchange.parsed),
-                                              exchange.request_id)
+            reply = await self.transport.post(leg.target, data, exchange.request_id)
+            del data
             if reply.status == 200 and reply.content_type.startswith(SSE):
                 return Result("ok", time.monotonic() - started, leg, reply)
             # Read by the leg: in Chat Completions (or the client's own protocol on a

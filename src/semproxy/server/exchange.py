@@ -103,6 +103,7 @@ class Exchange:
     consumer: str | None = None
     model: str | None = None  # as the client wrote it (never the configured one)
     parsed: Parsed | None = None
+    body_size: int = 0  # of the client's request body, in bytes
     hash_key: str | None = None  # chash routes: the request's key
     decision: Decision | None = None
     shadow: Decision | None = None  # the shadow table's decision, when made inline
@@ -116,6 +117,7 @@ class Exchange:
     ttft: float | None = None
     usage: Usage | None = None
     complete: bool = False  # a whole answer, or a stream whose terminal event came
+    stream_error: str | None = None  # why a started stream did not end whole
     response_body: bytes | None = None  # as relayed (payload logging)
     headers: dict[str, str] | None = None  # added to every answer (rate-limit headers)
     taps: list[StreamTap] | None = None

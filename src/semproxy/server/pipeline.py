@@ -29,11 +29,12 @@ from semproxy.errors import GatewayError
 from semproxy.governance.plan import GovernancePlan
 from semproxy.governance.pricing import Price
 from semproxy.observability.observer import RequestObserver
-from semproxy.protocols.registry import is_models, protocol_for
+from semproxy.protocols.registry import CHAT_COMPLETIONS, is_models, protocol_for
 from semproxy.runtime.routes import RouteState, RouteTable
 from semproxy.server.account import finish
 from semproxy.server.admit import GovernedVersion, admission_for, reads_vars
 from semproxy.server.call import CallPhase
+from semproxy.server.cors import preflight
 from semproxy.server.enter import enter, list_models
 from semproxy.server.exchange import Answer, Exchange, request_id
 from semproxy.server.lookup import CachePhase, cache_for
@@ -122,13 +123,17 @@ def _prices(governance: GovernancePlan | None, route: str) -> Mapping[str, Price
 async def handle(request: web.Request, version: Version, observer: RequestObserver,
                  shadows: ShadowRunner | None = None) -> web.StreamResponse:
     """Serve one request and account for it (metrics, access log), whatever happens."""
-    exchange = Exchange(request_id(request), protocol_for(request.path), observer)
+    protocol = protocol_for(request.path)
+    exchange = Exchange(request_id(request), protocol or CHAT_COMPLETIONS, observer)
     pipeline = None
     try:
         if is_models(request.path, request.method):
             response: web.StreamResponse = list_models(request, exchange, version.table)
+        elif request.method == "OPTIONS" and (
+                allowed := preflight(request, version.table)) is not None:
+            response = allowed
         else:
-            route = await enter(request, exchange, version.table)
+            route = await enter(request, exchange, version.table, protocol is not None)
             pipeline = version.pipelines[route.spec.id]
             if pipeline.reads_request:
                 exchange.http = request

@@ -123,9 +123,12 @@ async def relay_stream(request: web.Request, exchange: Exchange, answer: Answer,
                        headers: dict[str, str]) -> web.StreamResponse:
     """Relay SSE events as they arrive; never buffer a whole event stream.
 
-    Once the first byte is out nothing can be retried: an upstream failure (or an
-    event over `max_sse_event_size`, or slower than the timeout) ends the stream
-    with an error event; a client that leaves closes the upstream.
+    Once the first byte is out nothing can be retried, and no second HTTP answer
+    can be written: an upstream failure (or an event over `max_sse_event_size`, or
+    slower than the timeout, or one the converters cannot translate) ends the
+    stream with the client protocol's error event and a clean end of the body;
+    `exchange.stream_error` tells the access log why. A client that leaves closes
+    the upstream.
     """
     reply = answer.reply
     response = web.StreamResponse(status=200, headers={
@@ -135,8 +138,9 @@ async def relay_stream(request: web.Request, exchange: Exchange, answer: Answer,
     except BaseException:  # the client is gone before the first byte: free the upstream
         reply.abort()
         raise
-    first = answer.speaks.events(exchange.model)
-    back = None if answer.back is None else answer.back.events(exchange.model)
+    limit = answer.net.max_body  # what a converter may hold, as for a whole answer
+    first = answer.speaks.events(exchange.model, limit)
+    back = None if answer.back is None else answer.back.events(exchange.model, limit)
     last: EventConverter = back or first
     try:
         async for chunk in sse_events(reply, answer.net.max_event, answer.net.timeout_s,
@@ -156,13 +160,27 @@ async def relay_stream(request: web.Request, exchange: Exchange, answer: Answer,
             tail = back.feed(tail) + back.close()
         if tail:
             await response.write(tail)
+        exchange.stream_error = stream_outcome(first, last)
     except (ConnectionResetError, aiohttp.ClientConnectionResetError):
         log.info("client left mid-stream; closing the upstream request")
+        exchange.stream_error = "client_left"
         reply.abort()
         return response
     except (UpstreamError, TimeoutError) as exc:
         log.warning("upstream stream broke: %s", type(exc).__name__)
-        await _write_quietly(response, last.error("upstream stream ended unexpectedly"))
+        exchange.stream_error = "upstream_timeout" if isinstance(exc, TimeoutError) \
+            else "upstream_error"
+        public = exc.public if isinstance(exc, UpstreamError) else None
+        await _write_quietly(response, last.error(public or "upstream stream ended unexpectedly"))
+    except Exception as exc:  # outermost layer of a started stream: a converter met an
+        # event it cannot translate; the client gets its protocol's error event, never a
+        # second HTTP answer where the body's next chunk belongs.
+        log.warning("a streamed answer could not be translated (%s); ending it with an "
+                    "error event", type(exc).__name__)
+        exchange.stream_error = "untranslatable"
+        reply.abort()
+        await _write_quietly(response, last.error("the upstream sent an event the gateway "
+                                                  "could not translate"))
     finally:
         reply.release()
         exchange.usage = first.usage
@@ -171,6 +189,15 @@ async def relay_stream(request: web.Request, exchange: Exchange, answer: Answer,
             tap.end(first.usage, first.done)
     await _write_eof_quietly(response)
     return response
+
+
+def stream_outcome(first: EventConverter, last: EventConverter) -> str | None:
+    """Why a stream that ran to its end is not a whole answer (None: it is)."""
+    if first.failed:
+        return "upstream_error"  # the upstream's own error event
+    if last.failed or not first.done:
+        return "incomplete"  # cut before its end marker
+    return None
 
 
 async def _write_quietly(response: web.StreamResponse, data: bytes) -> None:

@@ -1,12 +1,15 @@
 """route: the balancer's or the semantic router's decision, and the candidate order.
 
-On a semantic route the user's words are scored first (failing open to the
-catchall: routing never turns a request into an error) and, in debug mode, the
-shadow table decides too. Then the candidates are ordered and the first one
-picked, leaving out instances that cannot take the request: unhealthy ones,
-ones that cannot serve its protocol, and ones a gate (an instance out of its
-own quota) refuses. The response cache keys on that first pick; the call
-phase starts with it.
+A request whose `model` names instances of the route (their model, name or an
+alias: `protocols/models.py`) goes to those instances only, balanced and
+failing over among them; on a `strict_models` route a name it does not know
+is a 404. Otherwise, on a semantic route the user's words are scored first
+(failing open to the catchall: routing never turns a request into an error)
+and, in debug mode, the shadow table decides too. Then the candidates are
+ordered and the first one picked, leaving out instances that cannot take the
+request: unhealthy ones, ones that cannot serve its protocol, and ones a gate
+(an instance out of its own quota) refuses. The response cache keys on that
+first pick; the call phase starts with it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Set
 from semproxy.errors import BadRequestError, UnavailableError
 from semproxy.governance.tiers import TierPolicy, budget_pick, reordered
 from semproxy.protocols.embeddings import EMBEDDINGS
+from semproxy.protocols.models import AUTO, not_found
 from semproxy.runtime.legs import LegTable
 from semproxy.runtime.routes import Candidates, RouteState
 from semproxy.semantic.decision import Decision
@@ -30,12 +34,26 @@ class RoutePhase:
         spec = route.spec
         self.inline_shadow = spec.shadow is not None and spec.shadow.inline
         self.budget = spec.semantic.budget if spec.semantic is not None else None
+        # A model name -> the instances not serving it (left out when it is asked for).
+        names = frozenset(route.names)
+        self.others = {model: names.difference(serving)
+                       for model, serving in route.models.items()}
+
+    def left_out(self, model: str | None) -> frozenset[str] | None:
+        """The instances a request for `model` may not go to; None: the gateway picks."""
+        if model is None or model == AUTO:
+            return None
+        others = self.others.get(model)
+        if others is None and self.route.spec.strict_models:
+            raise not_found(model)
+        return others
 
     async def run(self, exchange: Exchange) -> Answer | None:
         route = self.route
         parsed = exchange.parsed
         assert parsed is not None
-        if route.semantic is not None and parsed.query is not None:
+        others = self.left_out(exchange.model)
+        if others is None and route.semantic is not None and parsed.query is not None:
             exchange.decision = await semantic_decision(route, exchange)
         if self.inline_shadow:
             # debug mode: the shadow decides before the answer, for X-AI-Shadow-Route
@@ -45,6 +63,8 @@ class RoutePhase:
         unusable = route.health.unusable(route.names)
         if parsed.unsupported is not None or legs.unable:
             unusable |= unable(exchange, route, legs)
+        if others is not None:
+            unusable |= others
         exchange.skip = unusable
         candidates = exchange.candidates = route.candidates(exchange.decision, exchange.hash_key)
         if self.budget is not None and exchange.reservation is not None \

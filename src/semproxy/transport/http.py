@@ -51,8 +51,9 @@ class AiohttpTransport:
         and so must the whole body when it is read with `read`; a stream read
         with `iter_chunks` is bounded per read instead. Never sent twice:
         aiohttp re-sends only idempotent methods, and the failover loop decides
-        whether another instance gets the request. A status outside 100-599 or
-        an unsupported encoding is an `UpstreamError` (502).
+        whether another instance gets the request. A status outside 200-599 (an
+        interim 1xx is no answer: 101 would switch the client's connection to
+        another protocol) or an unsupported encoding is an `UpstreamError` (502).
         """
         call = target.call
         headers: CIMultiDictProxy[str] | CIMultiDict[str] = call.headers
@@ -85,10 +86,11 @@ class AiohttpTransport:
                 f"upstream {label} unreachable: {type(exc).__name__}") from exc
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise upstream_failure(exc, label) from exc
-        if not 100 <= resp.status <= 599:
+        if not 200 <= resp.status <= 599:
             resp.close()
-            raise UpstreamError(f"upstream {label} answered an invalid status {resp.status}",
-                                f"the upstream answered an invalid status {resp.status}")
+            what = "an interim status" if 100 <= resp.status < 200 else "an invalid status"
+            raise UpstreamError(f"upstream {label} answered {what} {resp.status}",
+                                f"the upstream answered {what} {resp.status}")
         try:
             return AiohttpReply(resp, label, target.net.max_body, deadline)
         except UpstreamError:

@@ -8,7 +8,9 @@ same proxy and TLS files apply to them as to the instance they probe.
 
 from __future__ import annotations
 
+import os
 import ssl
+import stat
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -178,11 +180,39 @@ def _proxy_for(url: URL, setting: str | None) -> URL | None:
     return URL(found if "://" in found else f"http://{found}")
 
 
+def check_tls_file(path: str | None, field: str, label: str) -> None:
+    """`path` is a regular file, or an `UpstreamError` that says what it is instead.
+
+    Opening a FIFO blocks until someone writes to it, and a device can be read
+    forever: the TLS files are read only when they are regular files.
+    """
+    if path is None:
+        return
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        problem = "does not exist"
+    except PermissionError:
+        problem = "cannot be read (permission denied)"
+    except OSError as exc:
+        problem = f"cannot be read ({exc.strerror})"
+    else:
+        if stat.S_ISREG(mode):
+            return
+        problem = "is a directory, not a file" if stat.S_ISDIR(mode) else \
+            "is not a regular file (a FIFO, socket or device)"
+    raise UpstreamError(f"upstream {label}: cannot load its TLS files (tls.{field} {path} "
+                        f"{problem})")
+
+
 def _ssl(net: NetPolicy, label: str) -> ssl.SSLContext | bool:
     """aiohttp's default context (True), no verification (False), or the instance's own."""
     tls = net.tls
     if tls is None:
         return net.ssl_verify
+    for field, path in (("ca_file", tls.ca_file), ("cert_file", tls.cert_file),
+                        ("key_file", tls.key_file)):
+        check_tls_file(path, field, label)
     try:
         context = ssl.create_default_context(cafile=tls.ca_file)
         if tls.cert_file:
