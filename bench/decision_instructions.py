@@ -94,6 +94,7 @@ async def child(n: int, instances: int, examples: int) -> None:
     one = getattr(refs, "score_one", None)
     score = one if one is not None else refs.score
     scores = [one(v)[0] if one is not None else refs.score(v)[0][0] for v in vectors]
+    rule = getattr(router, "rule", None) or router.decide  # `decide` before issue 23
     # As a gateway worker does once started (server/run.py): what was built so far lives
     # for the whole process, and young collections run every 10,000 allocations.
     gc.collect()
@@ -118,7 +119,7 @@ async def child(n: int, instances: int, examples: int) -> None:
                 score(vectors[i % 64])
         else:
             for i in range(n):
-                router.decide(scores[i % 64])
+                rule(scores[i % 64])
         print("done", flush=True)
 
 

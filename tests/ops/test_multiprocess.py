@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +18,8 @@ import pytest
 import yaml
 from prometheus_client.mmap_dict import MmapedDict
 from tests.conftest import chat, instance, route_config
+
+from semproxy.observability.metrics import FOLD_INTERVAL_S
 
 from .conftest import ADMIN_KEY, cli_env, free_port, sample, scrape
 
@@ -61,6 +65,18 @@ def requests_per_worker(metrics_dir: Path) -> dict[str, float]:
     return counts
 
 
+async def folded_per_worker(metrics_dir: Path, within_s: float = 10.0) -> dict[str, float]:
+    """`requests_per_worker` once every worker has folded what it served: a worker writes
+    its counts to its file every FOLD_INTERVAL_S, later when the machine is busy."""
+    deadline = time.monotonic() + within_s
+    counts = requests_per_worker(metrics_dir)
+    while time.monotonic() < deadline and not (
+            len(counts) == 2 and all(n > 0 for n in counts.values())):
+        await asyncio.sleep(FOLD_INTERVAL_S)
+        counts = requests_per_worker(metrics_dir)
+    return counts
+
+
 async def test_a_scrape_counts_requests_served_by_both_workers(
     two_workers: tuple[str, str, Path],
 ) -> None:
@@ -70,7 +86,7 @@ async def test_a_scrape_counts_requests_served_by_both_workers(
         for _ in range(REQUESTS):
             async with http.post(url + "/v1/chat/completions", json=chat("hi")) as resp:
                 assert resp.status == 200
-        per_worker = requests_per_worker(metrics_dir)
+        per_worker = await folded_per_worker(metrics_dir)
         assert len(per_worker) == 2 and all(n > 0 for n in per_worker.values()), per_worker
         for _ in range(4):  # whichever worker answers the scrape sees all of them
             m = await scrape(http, admin)

@@ -93,7 +93,7 @@ async def test_the_decision_feed_and_the_metrics_show_the_budget_choice(
     (entry,) = feed.entries
     assert entry["pick"] == "code" and entry["instance"] == "default"
     assert entry["budget"] == {"tier": 1, "pick": "code", "served": "default", "moved": True}
-    text = metrics.render()[0].decode()
+    text = (await metrics.render())[0].decode()
     assert ('semproxy_budget_routing_total{pick="code",route="r",served="default",tier="1"} '
             '1.0') in text
 

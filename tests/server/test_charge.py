@@ -146,7 +146,7 @@ async def test_spend_and_refusals_reach_the_metrics(
     metrics = Metrics()
     gw.gateway.report(metrics)
     gw.gateway.report(metrics)  # a second scrape adds nothing that did not happen
-    text = metrics.render()[0].decode()
+    text = (await metrics.render())[0].decode()
     labels = 'consumer="alice",instance="a"'
     assert f'semproxy_spend_tokens_total{{{labels},kind="input",route="r"}}' in text
     made, cost = usage["completion_tokens"], (usage["prompt_tokens"] * 2000

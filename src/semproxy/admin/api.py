@@ -81,7 +81,7 @@ def check_admin_settings(config: GatewayConfig) -> str | None:
 
 class AdminAPI:
     def __init__(self, gateway: Gateway, watcher: ConfigWatcher, store: ConfigSource,
-                 metrics: Callable[[], tuple[bytes, str]] | None = None) -> None:
+                 metrics: Callable[[], Awaitable[tuple[bytes, str]]] | None = None) -> None:
         self.gateway = gateway
         self.watcher = watcher
         self.writer = ConfigWriter(gateway, watcher, store)
@@ -263,7 +263,7 @@ class AdminAPI:
     async def get_metrics(self, request: web.Request) -> web.Response:
         if self.metrics is None:
             raise NotFoundError("metrics are not enabled")
-        body, content_type = self.metrics()
+        body, content_type = await self.metrics()
         return web.Response(body=body, headers={"Content-Type": content_type})
 
 

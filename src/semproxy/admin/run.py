@@ -9,6 +9,7 @@ let in-flight requests (streams included) finish for the grace period, then exit
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import multiprocessing
@@ -50,7 +51,8 @@ class RunningGateway:
     admin_runner: web.AppRunner | None = None
     admin_host: str = "127.0.0.1"
     admin_port: int | None = None
-    folding: asyncio.Task[None] | None = None
+    folder: asyncio.Task[None] | None = None  # --workers: folds the metrics into their files
+    folding: asyncio.Task[None] | None = None  # --workers: folds the governance counts
 
     @property
     def url(self) -> str:
@@ -65,6 +67,10 @@ class RunningGateway:
     async def close(self) -> None:
         if self.folding is not None:
             self.folding.cancel()
+        if self.folder is not None:
+            self.folder.cancel()  # its last fold writes out what is still counted
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.folder
         if self.watcher is not None:
             await self.watcher.stop()
         if self.admin_runner is not None:
@@ -109,6 +115,8 @@ async def start(config: GatewayConfig, listen: str | None = None, reuse_port: bo
                                  config.shutdown_grace_s, max_connections)
     running = RunningGateway(gateway, runner, split_listen(listen or config.listen)[0], port,
                              watcher)
+    if multiprocess_enabled():
+        running.folder = asyncio.create_task(metrics.fold_every())
     if watcher is not None and source is not None:
         watcher.start()
         await _start_admin(running, metrics, decisions, source, reuse_port, max_connections)
@@ -126,9 +134,9 @@ async def _start_admin(running: RunningGateway, metrics: Metrics, decisions: Dec
         return
     assert running.watcher is not None
 
-    def render() -> tuple[bytes, str]:
+    async def render() -> tuple[bytes, str]:
         running.gateway.report(metrics)
-        return metrics.render()
+        return await metrics.render()
 
     api = AdminAPI(running.gateway, running.watcher, source, render)
     app = api.app()

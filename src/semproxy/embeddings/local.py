@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import orjson
@@ -129,6 +129,8 @@ def embed_with(model: Any, texts: Sequence[str], tokens: WordTokens | None = Non
 
 
 _DIGIT = re.compile(r"([0-9])")
+_DIGITS = re.compile(r"([0-9]+)")
+_chain = itertools.chain.from_iterable
 
 
 def digit_ids(tokenizer: Any) -> tuple[int, dict[str, int]] | None:
@@ -210,11 +212,11 @@ class WordTokens:
     def _numbered(self, word: str) -> list[int]:
         assert self._digits is not None
         start, digits = self._digits
-        parts = _DIGIT.split(word)  # text, digit, text, digit, ..., text
+        parts = _DIGITS.split(word)  # text, digits, text, digits, ..., text
         out = list(self._cached(self._words, parts[0], parts[0])) if parts[0] else [start]
         pieces = self._pieces
         for i in range(1, len(parts), 2):
-            out.append(digits[parts[i]])
+            out += map(digits.__getitem__, parts[i])  # each digit is a token of its own
             if parts[i + 1]:
                 # A piece after a digit carries no word start: encode it behind a
                 # digit and drop the start and that digit.
@@ -224,23 +226,28 @@ class WordTokens:
     def ids(self, text: str) -> list[int]:
         if "  " in text or text[:1] == " " or text[-1:] == " ":
             return self._encode(text)
-        out: list[int] = []
         words = self._words
-        numbered = self._digits is not None
-        for word in text.split(" "):
-            cached = words.get(word)
-            if cached is None:
-                if numbered and _DIGIT.search(word):
-                    out += self._numbered(word)
-                    continue
-                cached = self._cached(words, word, word)
-            out += cached
-        return out
+        parts = text.split(" ")
+        # Every word looked up in one pass, and their ids joined in another (no Python
+        # loop when all are cached); the words not cached are filled in between.
+        found: list[list[int] | None] = list(map(words.get, parts))
+        if None in found:
+            numbered = self._digits is not None
+            for i, cached in enumerate(found):
+                if cached is None:
+                    word = parts[i]
+                    found[i] = self._numbered(word) if numbered and _DIGIT.search(word) \
+                        else self._cached(words, word, word)
+        return list(_chain(cast("list[list[int]]", found)))  # no None is left
 
 
 def entry_bytes(key: str, ids: list[int]) -> int:
     """What one cache entry holds in memory: key, id list, ids, dict slot."""
     return sys.getsizeof(key) + sys.getsizeof(ids) + len(ids) * _INT_BYTES + _SLOT_BYTES
+
+
+_sum = np.add.reduce  # looked up once: every new prompt of a request passes here
+_F32 = np.float32
 
 
 def embed_one(model: Any, text: str, tokens: WordTokens | None = None) -> Vectors:
@@ -251,15 +258,13 @@ def embed_one(model: Any, text: str, tokens: WordTokens | None = None) -> Vector
     """
     ids = tokens.ids(text) if tokens is not None else \
         model.tokenizer.encode(text, add_special_tokens=False).ids
-    table = model.embedding
     if not ids:
         return np.zeros(MODEL_DIM, dtype=np.float32)
-    if max(ids) >= table.shape[0]:
-        # wordllama clamps ids past its table to the last row; do the same.
-        ids = [min(i, table.shape[0] - 1) for i in ids]
-    # ndarray.mean is this sum and division behind a Python-level wrapper.
-    total: Vectors = np.add.reduce(table[ids], axis=0, dtype=np.float32)
-    return total / np.float32(len(ids))
+    # ndarray.mean is this sum and division behind a Python-level wrapper. `take` gathers
+    # the rows as `table[ids]` does, for less, and its "clip" clamps ids past the table
+    # to the last row, as wordllama does (token ids are never negative).
+    total: Vectors = _sum(model.embedding.take(ids, 0, None, "clip"), 0, _F32)
+    return total / _F32(len(ids))
 
 
 def embed_many(model: Any, texts: Sequence[str], tokens: WordTokens) -> Vectors:

@@ -9,10 +9,20 @@ from __future__ import annotations
 from semproxy.observability.observer import DecisionView, RequestObserver
 from semproxy.types import Usage
 
+SILENT = RequestObserver()
+MOMENTS = tuple(name for name in vars(RequestObserver) if name.startswith("on_"))
+
 
 class FanoutObserver(RequestObserver):
     def __init__(self, *observers: RequestObserver) -> None:
         self.observers = observers
+        # A moment that only one observer records is bound straight to it, and one that
+        # none records to the base no-op: a call less on the request path (the decision
+        # log hears only the semantic and response moments, metrics nearly all).
+        for moment in MOMENTS:
+            hearing = [o for o in observers if _records(o, moment)]
+            if len(hearing) <= 1:
+                setattr(self, moment, getattr(hearing[0] if hearing else SILENT, moment))
 
     def on_attempt(self, route: str, instance: str, outcome: str, seconds: float) -> None:
         for o in self.observers:
@@ -73,3 +83,8 @@ class FanoutObserver(RequestObserver):
                         wrong: bool) -> None:
         for o in self.observers:
             o.on_cache_shadow(route, layer, similarity, wrong)
+
+
+def _records(observer: RequestObserver, moment: str) -> bool:
+    """`observer`'s class does something at `moment` (overrides the base no-op)."""
+    return getattr(type(observer), moment) is not getattr(RequestObserver, moment)

@@ -15,5 +15,7 @@ def token_counts(usage: Usage | None) -> dict[str, int] | None:
     if usage is None:
         return None
     given, made = usage.input, usage.output
+    if given and made:  # every answer that reports both: no comprehension per line
+        return {PROMPT: given, COMPLETION: made, TOTAL: given + made}
     counts = {PROMPT: given, COMPLETION: made, TOTAL: given + made}
     return {kind: n for kind, n in counts.items() if n} or None

@@ -41,6 +41,9 @@ class Leg:
     # The Content-Type of a whole answer: None keeps the upstream's (a Chat client,
     # or a native one, gets the bytes the upstream sent), else JSON.
     content_type: str | None
+    # `speaks` is the identity and `back` converts: a whole answer's usage is read by
+    # `back`, in the one parse that converts it, not by the identity first.
+    usage_back: bool = False
 
     def body(self, parsed: Parsed) -> bytes:
         """The request body this leg sends for `parsed`; a 400 when the client's request
@@ -86,7 +89,8 @@ def leg(instance: InstanceSpec, client: str) -> Leg | None:
         return Leg(instance=instance.name, target=instance.targets[protocol], native=native,
                    speaks=speaks, back=back, options=instance.options,
                    sends_model=instance.provider.sends_model,
-                   content_type=None if keeps_type else JSON)
+                   content_type=None if keeps_type else JSON,
+                   usage_back=back is not None and speaks.source == speaks.target)
     if client == COUNT_TOKENS:
         local = Target(url=LOCAL_URL, headers={}, net=instance.target.net,
                        label="local token count")

@@ -26,14 +26,17 @@ MAX_LOGGED_PAYLOAD = 4096
 def finish(exchange: Exchange) -> None:
     """Metrics and the access line of a finished request."""
     seconds = time.monotonic() - exchange.started
-    route = exchange.route.spec.id if exchange.route else "-"
+    route = exchange.route
+    route_id = route.spec.id if route is not None else "-"
+    attempts = exchange.attempts
+    instance = attempts[-1].instance if attempts else "-"
     # Upstream tokens only: a cache hit's usage is what it saved (the cache's metrics).
     usage = exchange.usage if exchange.source == "upstream" else None
-    exchange.observer.on_response(route, exchange.instance, exchange.status, seconds,
+    exchange.observer.on_response(route_id, instance, exchange.status, seconds,
                                   exchange.ttft, usage, exchange.protocol.name)
     if wants_access_line(exchange):
         log_line(access_log, logging.INFO,
-                 f"{route} {exchange.request_id} -> {exchange.instance} {exchange.status}",
+                 f"{route_id} {exchange.request_id} -> {instance} {exchange.status}",
                  access_fields(exchange, seconds))
 
 
@@ -44,30 +47,35 @@ def wants_access_line(exchange: Exchange) -> bool:
     even when the access log is off (`serve --no-access-log`), as in APISIX where
     those settings are what turn logging on for a route.
     """
-    settings = exchange.route.spec.logging if exchange.route else None
-    if settings is not None and (settings.summaries or settings.payloads):
-        return True
+    route = exchange.route
+    if route is not None:
+        settings = route.spec.logging
+        if settings.summaries or settings.payloads:
+            return True
     return access_log.isEnabledFor(logging.INFO)
 
 
 def access_fields(exchange: Exchange, seconds: float) -> dict[str, Any]:
+    """The access line's fields (after `ts`, `level`, `logger` and `msg`), in their order."""
+    route, attempts, ttft, decision = exchange.route, exchange.attempts, exchange.ttft, \
+        exchange.decision
     fields: dict[str, Any] = {
         "request_id": exchange.request_id,
-        "route": exchange.route.spec.id if exchange.route else None,
-        "instance": exchange.instance if exchange.attempts else None,
+        "route": route.spec.id if route is not None else None,
+        "instance": attempts[-1].instance if attempts else None,
         "model": exchange.model,
         "status": exchange.status,
         "latency_ms": round(seconds * 1000, 3),
-        "ttft_ms": None if exchange.ttft is None else round(exchange.ttft * 1000, 3),
-        "tokens": token_counts(exchange.usage),
+        "ttft_ms": None if ttft is None else round(ttft * 1000, 3),
+        "tokens": None if exchange.usage is None else token_counts(exchange.usage),
         "consumer": exchange.consumer,
         "protocol": exchange.protocol.name,
     }
-    if exchange.decision is not None:
-        fields["semantic"] = {"pick": exchange.decision.pick, "reason": exchange.decision.reason,
-                              "top_score": exchange.decision.top_score}
-        if exchange.decision.context:  # conversation routing: each user turn's weight
-            fields["semantic"]["context"] = list(exchange.decision.context)
+    if decision is not None:
+        fields["semantic"] = {"pick": decision.pick, "reason": decision.reason,
+                              "top_score": decision.top_score}
+        if decision.context:  # conversation routing: each user turn's weight
+            fields["semantic"]["context"] = list(decision.context)
     if exchange.shadow is not None:
         fields.update(shadow_fields(exchange.shadow))
     if exchange.stream_error is not None:
@@ -81,9 +89,8 @@ def access_fields(exchange: Exchange, seconds: float) -> dict[str, Any]:
         fields["budget"] = budget_fields(exchange.budget)
     if exchange.cache is not None:
         fields["cache"] = exchange.cache.fields()
-    if len(exchange.attempts) > 1:
-        fields["failover"] = [f"{a.instance}:{a.outcome}" for a in exchange.attempts]
-    route = exchange.route
+    if len(attempts) > 1:
+        fields["failover"] = [f"{a.instance}:{a.outcome}" for a in attempts]
     if route is not None and route.spec.logging.payloads:
         parsed = exchange.parsed  # a shelved request is logged without parsing it back
         fields["request_body"] = _clip(b"null" if parsed is None else parsed.payload_json())

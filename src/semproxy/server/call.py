@@ -101,8 +101,12 @@ class CallPhase:
             # Read by the leg: in Chat Completions (or the client's own protocol on a
             # native leg), with the usage it reported.
             raw = await reply.read()
-            body, usage = leg.speaks.answer(raw) if reply.status < 400 \
-                else (leg.speaks.error(reply.status, raw), None)
+            if reply.status >= 400:
+                body, usage = leg.speaks.error(reply.status, raw), None
+            elif leg.usage_back:  # the relay's conversion reads it (Leg.usage_back)
+                body, usage = raw, None
+            else:
+                body, usage = leg.speaks.answer(raw)
         except UpstreamError as exc:
             return Result(outcome(exc), time.monotonic() - started, leg, error=exc)
         status = "ok" if reply.status < 400 else f"http_{reply.status}"
@@ -140,7 +144,7 @@ class CallPhase:
         if result.reply is not None:
             exchange.usage = result.usage
             return Answer(result.reply, leg.speaks, leg.back, result.body, leg.content_type,
-                          leg.target.net, leg.target.label or "upstream")
+                          leg.target.net, leg.target.label or "upstream", leg.usage_back)
         raise self.exhausted(exchange, result.error)
 
     def exhausted(self, exchange: Exchange, last: UpstreamError | None) -> UpstreamError:

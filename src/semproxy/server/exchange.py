@@ -61,6 +61,8 @@ class Answer:
     Completions); `back` turns Chat Completions into the client's protocol
     (None: nothing to turn). `body` is the whole answer when it was read already
     (and read by `speaks`); None for a stream, or a stored answer not read yet.
+    `usage_back`: `speaks` left the usage of `body` unread (it is the identity),
+    so `back` reads it when it converts the body (see `Leg.usage_back`).
     """
 
     reply: Reply
@@ -70,6 +72,7 @@ class Answer:
     content_type: str | None = None  # of a whole answer; None keeps the reply's
     net: NetPolicy = DEFAULT_NET  # bounds a stream's events in size and time
     label: str = "upstream"
+    usage_back: bool = False
 
 
 class StreamTap(Protocol):

@@ -20,6 +20,7 @@ from aiohttp import web
 
 from semproxy.errors import GatewayError, UpstreamError
 from semproxy.protocols.contract import EventConverter
+from semproxy.protocols.usage import body_usage
 from semproxy.server.exchange import Answer, Exchange
 from semproxy.transport.sse import sse_events
 
@@ -88,7 +89,7 @@ async def relay(request: web.Request, exchange: Exchange, answer: Answer) -> web
         else:
             body = answer.speaks.error(reply.status, raw)
     if answer.back is not None:
-        body = answer.back.answer(body)[0] if reply.status < 400 \
+        body = converted(exchange, answer, body) if reply.status < 400 \
             else answer.back.error(reply.status, body)
     headers["Content-Type"] = answer.content_type or reply.content_type or "application/json"
     exchange.response_body = body
@@ -96,6 +97,22 @@ async def relay(request: web.Request, exchange: Exchange, answer: Answer) -> web
     if len(body) >= LARGE_BODY:
         return await relay_large(request, reply.status, headers, body)
     return web.Response(body=body, status=reply.status, headers=headers)
+
+
+def converted(exchange: Exchange, answer: Answer, body: bytes) -> bytes:
+    """A whole answer in the client's protocol; its usage taken from the conversion when
+    `speaks` left it unread (one parse of the body instead of two)."""
+    assert answer.back is not None
+    if not answer.usage_back:
+        return answer.back.answer(body)[0]
+    try:
+        body, exchange.usage = answer.back.answer(body)
+    except Exception:
+        # Not a completion the client can get; the tokens it reported still count,
+        # as they did when the identity read them first.
+        exchange.usage = body_usage(body)
+        raise
+    return body
 
 
 async def relay_large(request: web.Request, status: int, headers: dict[str, str], body: bytes

@@ -18,6 +18,7 @@ from aiohttp import ClientSession, ClientTimeout
 from multidict import CIMultiDict, CIMultiDictProxy, istr
 
 from semproxy.errors import UpstreamConnectError, UpstreamConnectTimeoutError, UpstreamError
+from semproxy.transport.deadline import Deadline
 from semproxy.transport.pool import GuardedConnector
 from semproxy.transport.reply import AiohttpReply, upstream_failure
 from semproxy.transport.target import Call, PoolShape, Target
@@ -48,8 +49,10 @@ class AiohttpTransport:
         """POST and return the reply once its headers arrived; the caller releases it.
 
         The headers must arrive within the attempt deadline (`attempt_timeout`),
-        and so must the whole body when it is read with `read`; a stream read
-        with `iter_chunks` is bounded per read instead. Never sent twice:
+        and so must the whole body when it is read with `read`: one timer for
+        both (`deadline.py`), and aiohttp's per-read timer only when the route's
+        `timeout` is shorter than the attempt's. A stream read with
+        `iter_chunks` is bounded per read instead (`timeout`). Never sent twice:
         aiohttp re-sends only idempotent methods, and the failover loop decides
         whether another instance gets the request. A status outside 200-599 (an
         interim 1xx is no answer: 101 would switch the client's connection to
@@ -71,33 +74,40 @@ class AiohttpTransport:
                     headers: CIMultiDictProxy[str] | CIMultiDict[str], data: bytes | None
                     ) -> AiohttpReply:
         session = self._sessions.get(call.pool) or self._open(call.pool)
-        label = target.label or "upstream"
-        deadline = asyncio.get_running_loop().time() + call.attempt_s
+        loop = asyncio.get_running_loop()
+        deadline = Deadline(loop, loop.time() + call.attempt_s)
         try:
-            async with asyncio.timeout_at(deadline):
+            with deadline:
                 resp = await session.request(
                     method, call.url, data=data, headers=headers, proxy=call.proxy,
                     proxy_headers=call.proxy_headers, ssl=call.ssl, allow_redirects=False,
                     timeout=call.timeout)
-        except aiohttp.ConnectionTimeoutError as exc:
-            raise UpstreamConnectTimeoutError(f"upstream {label} timed out") from exc
-        except aiohttp.ClientConnectorError as exc:  # refused, DNS, TLS handshake, proxy
-            raise UpstreamConnectError(
-                f"upstream {label} unreachable: {type(exc).__name__}") from exc
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise upstream_failure(exc, label) from exc
-        if not 200 <= resp.status <= 599:
-            resp.close()
-            what = "an interim status" if 100 <= resp.status < 200 else "an invalid status"
-            raise UpstreamError(f"upstream {label} answered {what} {resp.status}",
-                                f"the upstream answered {what} {resp.status}")
-        try:
-            return AiohttpReply(resp, label, target.net.max_body, deadline)
-        except UpstreamError:
-            resp.close()
+            if not 200 <= resp.status <= 599:
+                resp.close()
+                what = "an interim status" if 100 <= resp.status < 200 else "an invalid status"
+                raise UpstreamError(f"upstream {target.label or 'upstream'} answered {what} "
+                                    f"{resp.status}", f"the upstream answered {what} {resp.status}")
+            try:
+                return AiohttpReply(resp, target, deadline)
+            except UpstreamError:
+                resp.close()
+                raise
+        except BaseException as exc:  # whatever ended the attempt, its timer goes with it
+            deadline.cancel()
+            if isinstance(exc, aiohttp.ClientError | TimeoutError):
+                raise failure(exc, target.label or "upstream") from exc
             raise
 
     async def aclose(self) -> None:
         sessions, self._sessions = list(self._sessions.values()), {}
         for session in sessions:
             await session.close()
+
+
+def failure(exc: aiohttp.ClientError | TimeoutError, label: str) -> UpstreamError:
+    """Why an upstream call failed before its answer's headers, in the gateway's words."""
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return UpstreamConnectTimeoutError(f"upstream {label} timed out")
+    if isinstance(exc, aiohttp.ClientConnectorError):  # refused, DNS, TLS handshake, proxy
+        return UpstreamConnectError(f"upstream {label} unreachable: {type(exc).__name__}")
+    return upstream_failure(exc, label)

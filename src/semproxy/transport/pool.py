@@ -96,6 +96,19 @@ class GuardedConnector(TCPConnector):
                 idle.add(protocol)
 
 
+def within(protocol: ResponseHandler | None, seconds: float) -> None:
+    """Bound each read of the answer now being received on `protocol` to `seconds` of
+    silence (a stream's reads; a whole answer has its attempt deadline instead).
+
+    aiohttp's own per-read timer (`sock_read`), switched on after the headers: the
+    same property and start its websocket client uses when it changes the bound of
+    a connection mid-answer. The pool gives every request its own bound back.
+    """
+    if protocol is not None:
+        protocol.read_timeout = seconds
+        protocol.start_timeout()
+
+
 async def check_pool_guard(connector: type[TCPConnector] = GuardedConnector,
                            timeout_s: float = 2.0) -> None:
     """Raise RuntimeError unless, with the aiohttp installed, a pooled connection that

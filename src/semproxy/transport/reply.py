@@ -21,6 +21,9 @@ import aiohttp
 from multidict import CIMultiDictProxy
 
 from semproxy.errors import UpstreamError, UpstreamTimeoutError
+from semproxy.transport.deadline import Deadline
+from semproxy.transport.pool import within
+from semproxy.transport.target import Target
 
 DECODED_CHUNK = 64 * 1024  # largest piece inflated at once
 
@@ -56,22 +59,23 @@ class AiohttpReply:
     holds, so an abandoned answer leaves no cycle behind for the GC to find.
     """
 
-    __slots__ = ("_deadline", "_decoder", "_label", "_max_body", "_resp", "content_type",
-                 "headers", "status")
+    __slots__ = ("_deadline", "_decoder", "_label", "_max_body", "_read_s", "_resp",
+                 "content_type", "headers", "status")
 
-    def __init__(self, resp: aiohttp.ClientResponse, label: str, max_body: int,
-                 deadline: float) -> None:
+    def __init__(self, resp: aiohttp.ClientResponse, target: Target, deadline: Deadline
+                 ) -> None:
         self._resp: aiohttp.ClientResponse | None = resp
-        self._label = label
-        self._max_body = max_body
-        self._deadline = deadline  # loop time by which `read` must have the whole body
+        self._label = target.label or "upstream"
+        self._max_body = target.net.max_body
+        self._read_s = target.net.timeout_s  # each read of a stream
+        self._deadline = deadline  # by which `read` must have the whole body
         self.status = resp.status
         self.headers: CIMultiDictProxy[str] = resp.headers
         self.content_type = resp.headers.get("Content-Type", "application/json")
         self._decoder: Any = None
         encoding = resp.headers.get("Content-Encoding")
         if encoding is not None:
-            self._decoder = make_decoder(encoding, label)
+            self._decoder = make_decoder(encoding, self._label)
 
     async def read(self) -> bytes:
         """The whole decoded body, at most `max_body` bytes, by the attempt deadline;
@@ -79,10 +83,10 @@ class AiohttpReply:
         resp = self._resp
         assert resp is not None
         try:
-            if resp.content.is_eof() and self._decoder is None:  # all here: no timer needed
+            if resp.content.is_eof() and self._decoder is None:  # all here: nothing to wait for
                 body = await self._body(resp)
             else:
-                async with asyncio.timeout_at(self._deadline):
+                with self._deadline:
                     body = await self._body(resp)
         except asyncio.IncompleteReadError as exc:
             self.abort()
@@ -102,7 +106,13 @@ class AiohttpReply:
         return b"".join([chunk async for chunk in self._decoded(self._max_body)])
 
     async def iter_chunks(self) -> AsyncIterator[bytes]:
-        """Decoded body bytes, read from the upstream only as fast as they are taken."""
+        """Decoded body bytes, read from the upstream only as fast as they are taken, each
+        read within the route's `timeout` (the attempt deadline no longer applies)."""
+        resp = self._resp
+        assert resp is not None
+        self._deadline.cancel()
+        if resp.connection is not None:  # else the body is all here: nothing to wait for
+            within(resp.connection.protocol, self._read_s)
         try:
             async for chunk in self._decoded(None):
                 yield chunk
@@ -145,11 +155,13 @@ class AiohttpReply:
         return UpstreamError(f"upstream {self._label} {reason}", f"the upstream {reason}")
 
     def release(self) -> None:
+        self._deadline.cancel()
         resp, self._resp, self._decoder = self._resp, None, None
         if resp is not None:
             resp.release()
 
     def abort(self) -> None:
+        self._deadline.cancel()
         resp, self._resp, self._decoder = self._resp, None, None
         if resp is not None:
             resp.close()

@@ -93,7 +93,7 @@ class Call:
     proxy: URL | None
     proxy_headers: Mapping[str, str] | None  # Proxy-Authorization from the proxy URL
     ssl: ssl.SSLContext | bool
-    timeout: ClientTimeout  # each wait: connect, each read
+    timeout: ClientTimeout  # aiohttp's own bounds: connect, and each read (see read_bounds)
     attempt_s: float  # headers, and a body read whole, within this of sending
     pool: PoolShape  # which session serves it
 
@@ -147,10 +147,23 @@ def prepare(url: str, headers: Mapping[str, str], net: NetPolicy, label: str) ->
         proxy=proxy.with_user(None) if proxy else None,
         proxy_headers=proxy_headers,
         ssl=_ssl(net, label),
-        timeout=ClientTimeout(sock_connect=net.timeout_s, sock_read=net.timeout_s),
+        timeout=read_bounds(net),
         attempt_s=net.attempt_timeout_s or net.timeout_s,
         pool=net.pool,
     )
+
+
+def read_bounds(net: NetPolicy) -> ClientTimeout:
+    """aiohttp's bounds on one attempt: connecting, always; each read, only when the
+    attempt may last longer than `timeout_s` (`attempt_timeout` set above `timeout`).
+
+    Otherwise the attempt deadline (`deadline.py`), no later than any read's bound,
+    is the only timer of a whole answer; a stream's reads are bounded when it is
+    read as one (`transport.pool.within`).
+    """
+    attempt_s = net.attempt_timeout_s or net.timeout_s
+    return ClientTimeout(sock_connect=net.timeout_s,
+                         sock_read=net.timeout_s if attempt_s > net.timeout_s else None)
 
 
 def _basic(url: URL, label: str) -> str:
