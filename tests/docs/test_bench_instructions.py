@@ -125,3 +125,46 @@ def test_the_report_shows_each_run_ratios_slots_and_disagreements() -> None:
     assert "`--no-access-log` on `rr` saves, per run: 50.0k / 50.0k" in text
     assert "rr-nolog, run 1: 1000 requests reached the upstream but 998 were answered" in text
     assert "bash bench/run.sh --instructions" in text
+
+
+def test_the_semantic_route_with_the_cache_is_measured_against_the_same_route_without() -> None:
+    sem = next(s for s in SCENARIOS if s.key == "sem-cache-miss")
+    ref = next(s for s in SCENARIOS if s.key == "sem-miss")
+    assert sem.prompts == ref.prompts == "varied" and not sem.pending
+    assert SERVERS[sem.server].kind == "local-cache" and SERVERS[ref.server].kind == "local"
+    import run  # bench/run.py: the configs both modes start
+
+    cached = run.gateway_config(1, "local-cache", "http://m", "http://m")
+    plain = run.gateway_config(1, "local", "http://m", "http://m")
+    plugins = cached["routes"][0]["plugins"]
+    assert plugins["ai-cache"] == {"layers": ["exact", "semantic"]}
+    # The same semantic route, the local model: only the cache differs.
+    assert plugins["ai-proxy-multi"] == plain["routes"][0]["plugins"]["ai-proxy-multi"]
+    assert plugins["ai-proxy-multi"]["balancer"]["algorithm"] == "semantic"
+    assert plugins["ai-proxy-multi"]["embeddings"] == {"provider": "local"}
+    assert ("sem-cache-miss", "sem-miss", 0.9) in run.CACHE_TARGETS
+
+
+def test_the_report_compares_each_cache_scenario_with_its_reference() -> None:
+    results = {"relay": [Measured(600_000_000, 1000, 1000)],
+               "sem-miss": [Measured(1_200_000_000, 1000, 1000)],
+               "sem-cache-miss": [Measured(1_300_000_000, 1000, 1000)],
+               "rr-varied": [Measured(900_000_000, 1000, 1000)],
+               "rr-cache-exact-miss": [Measured(990_000_000, 1000, 1000)]}
+    wanted = [s for s in SCENARIOS if s.key in results]
+    text = render(wanted, results, {}, {}, {**META, "runs": 1, "rps_rounds": 0})
+    # 1200 / 1300 = 0.92; 900 / 990 = 0.91
+    assert ("- `sem-cache-miss` against `sem-miss` (its instructions per request over "
+            "`sem-cache-miss`'s, per run): 0.92; target >= 0.9: met") in text
+    assert "`rr-cache-exact-miss` against `rr-varied`" in text and "0.91; target" in text
+    slow = {**results, "sem-cache-miss": [Measured(1_400_000_000, 1000, 1000)]}
+    assert "0.86; target >= 0.9: not met" in render(wanted, slow, {}, {},
+                                                    {**META, "runs": 1, "rps_rounds": 0})
+    assert "`rr-cache` against" not in text  # no figures, no line
+    # Hits never reach the upstream: counted at the client, not a disagreement.
+    hits = {**results, "rr-cache": [Measured(560_000_000, 0, 1000, "client")]}
+    text = render([*wanted, next(s for s in SCENARIOS if s.key == "rr-cache")], hits, {}, {},
+                  {**META, "runs": 1, "rps_rounds": 0})
+    assert "reached the upstream" not in text
+    assert "- `rr-cache` against `relay` (its instructions per request over `rr-cache`'s, " \
+           "per run): 1.07; target >= 1.5: not met" in text

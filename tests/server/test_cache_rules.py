@@ -166,3 +166,25 @@ async def test_a_route_without_the_plugin_has_no_cache_phase(
         second = await ask(http, gw, "chat", "hi")
         assert "X-AI-Cache-Status" not in second.headers and first.status == 200
         assert len(up.posts) == 2
+
+
+async def test_a_semantic_route_keeps_the_vector_routing_made_for_the_cache(
+        gateway: GatewayFactory, http: aiohttp.ClientSession) -> None:
+    """The cache's semantic layer compares the routing vector: routing embeds the prompt
+    through the route's memory of recent vectors, where the lookup finds it. A request
+    that bypasses the cache shows it: only routing embedded its prompt (routing that went
+    past the memory left it empty, and every lookup embedded the prompt again)."""
+    async with FakeLLM("up") as up:
+        config = cached_config(up.url, balancer={"algorithm": "semantic", "threshold": 0.3},
+                               embeddings={"provider": "local"})
+        config["routes"][0]["plugins"]["ai-proxy-multi"]["instances"] = [
+            instance("a", up.url, examples=["write a python function"]),
+            instance("b", up.url, catchall=True)]
+        gw = await gateway(config)
+        route = gw.gateway.table.routes[0]
+        assert route.recent is not None
+        before = len(route.recent)
+        prompt = "write a python function that reverses a list"
+        answer = await ask(http, gw, "chat", prompt, headers={"Cache-Control": "no-store"})
+        assert answer.cache == "BYPASS" and len(up.posts) == 1
+        assert len(route.recent) == before + 1 and route.recent.recall(prompt) is not None

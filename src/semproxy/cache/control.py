@@ -38,6 +38,10 @@ class ClientControl:
     status: str | None = None
 
 
+# What a request that says nothing about caching gets (most do): shared, not rebuilt.
+READ_WRITE = ClientControl()
+
+
 def _header(headers: Mapping[str, str], name: str) -> str | None:
     value = headers.get(name)
     if value is None:  # a plain dict of any case (a CIMultiDict answers above)
@@ -58,6 +62,8 @@ def directives(value: str) -> dict[str, str | None]:
 def client_control(headers: Mapping[str, str], bypass_on: Sequence[BypassRule] | None = None
                    ) -> ClientControl:
     """The control of one request; unknown directives are ignored, as caches must."""
+    if not headers:  # no header the cache reads (a bypass rule needs its header)
+        return READ_WRITE
     if bypass_on and any(_header(headers, r.header) == r.equals for r in bypass_on):
         return ClientControl(read=False, write=False, status=BYPASS)
     found = directives(_header(headers, "cache-control") or "")

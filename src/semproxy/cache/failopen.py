@@ -6,7 +6,9 @@ write as not written. After `breaker_failures` faults in a row the store is
 not called at all for `breaker_cooldown_s`, so a dead Redis costs nothing per
 request instead of one deadline each; then one call probes it again. One fault
 is enough by default: a request then waits at most one deadline in all, not one
-per store call of its lookup and its write.
+per store call of its lookup and its write. The in-process store is called
+directly, without a deadline or the breaker: it cannot be slow or unreachable,
+and a fault of it is still a miss.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class FailOpenStore:
         self.inner = inner
         # A store in this process's memory cannot be slow: no deadline to arm per call.
         self.is_local = isinstance(inner, MemoryStore)
+        self._memory = inner if isinstance(inner, MemoryStore) else None
         self.deadline_s = deadline_s
         self.breaker = CircuitBreaker(breaker_failures, breaker_cooldown_s)
         self.faults = 0  # counted for metrics
@@ -64,14 +67,39 @@ class FailOpenStore:
             log.warning("response cache: %s %s; answering as a miss (fail-open)", what, reason)
 
     async def get(self, key: str) -> Entry | None:
+        if self._memory is not None:
+            return self.get_local(key)
         return await self._call("read", lambda: self.inner.get(key), None)
+
+    def get_local(self, key: str) -> Entry | None:
+        """`get` of the in-process store, without a coroutine (only when `is_local`)."""
+        assert self._memory is not None
+        try:
+            return self._memory.get_now(key)
+        except Exception as exc:  # fail-open: the cache must never fail a request
+            self._fault("read", exc)
+            return None
 
     async def put(self, key: str, entry: Entry, ttl: int, partition: str | None = None,
                   item: IndexItem | None = None, index_ttl: int = 0,
                   max_items: int = 256) -> bool:
         """True when written."""
+        if self._memory is not None:
+            return self.put_local(key, entry, ttl, partition, item, index_ttl, max_items)
         return await self._call("write", lambda: self._put(
             key, entry, ttl, partition, item, index_ttl, max_items), False)
+
+    def put_local(self, key: str, entry: Entry, ttl: int, partition: str | None = None,
+                  item: IndexItem | None = None, index_ttl: int = 0,
+                  max_items: int = 256) -> bool:
+        """`put` into the in-process store, without a coroutine (only when `is_local`)."""
+        assert self._memory is not None
+        try:
+            self._memory.put_now(key, entry, ttl, partition, item, index_ttl, max_items)
+        except Exception as exc:  # fail-open: an unwritten answer, never an error
+            self._fault("write", exc)
+            return False
+        return True
 
     async def _put(self, key: str, entry: Entry, ttl: int, partition: str | None,
                    item: IndexItem | None, index_ttl: int, max_items: int) -> bool:

@@ -30,53 +30,83 @@ class FlightBroken(Exception):
 
 
 class _State(Generic[T]):
-    """What a flight's leader and followers share."""
+    """What a flight's leader and followers share. The future a follower waits on, and
+    the event a streaming follower waits for, are made when one first waits: most
+    flights have no follower, and a miss then pays for neither."""
 
-    __slots__ = ("changed", "chunks", "future")
+    __slots__ = ("_changed", "_future", "chunks", "done", "value")
 
-    def __init__(self, future: asyncio.Future[T | None]) -> None:
-        self.future = future
+    def __init__(self) -> None:
         self.chunks: list[bytes] = []  # published events, in order
-        self.changed = asyncio.Event()  # set on every publish and at the end
+        self.done = False
+        self.value: T | None = None
+        self._future: asyncio.Future[T | None] | None = None
+        self._changed: asyncio.Event | None = None
+
+    def future(self) -> asyncio.Future[T | None]:
+        """Done with the answer once the flight is settled."""
+        if self._future is None:
+            self._future = asyncio.get_running_loop().create_future()
+            if self.done:
+                self._future.set_result(self.value)
+        return self._future
+
+    def changed(self) -> asyncio.Event:
+        """What the next publish (or the end) sets."""
+        if self._changed is None:
+            self._changed = asyncio.Event()
+        return self._changed
+
+    def settle(self, value: T | None) -> None:
+        self.done, self.value = True, value
+        if self._future is not None and not self._future.done():
+            self._future.set_result(value)
+        if self._changed is not None:  # wake, without a call
+            self._changed.set()
+            self._changed = None
 
     def wake(self) -> None:
-        self.changed.set()
-        self.changed = asyncio.Event()
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
 
 
 class Flight(Generic[T]):
     """One request's part in a flight: `leader` calls upstream, the others `wait`."""
+
+    __slots__ = ("_flights", "_key", "_state", "leader")
 
     def __init__(self, flights: SingleFlight[T], key: str, state: _State[T],
                  leader: bool) -> None:
         self._flights = flights
         self._key = key
         self._state = state
-        self._future = state.future
         self.leader = leader
 
     async def wait(self, timeout_s: float) -> T | None:
         """The leader's answer, or None (it failed, or took longer than `timeout_s`)."""
         try:
-            return await asyncio.wait_for(asyncio.shield(self._future), timeout_s)
+            return await asyncio.wait_for(asyncio.shield(self._state.future()), timeout_s)
         except TimeoutError:
             return None
 
     def settled(self) -> T | None:
         """The leader's answer if the flight is settled with one, else None (no wait)."""
-        return self._future.result() if self._future.done() else None
+        return self._state.value if self._state.done else None
 
     def resolve(self, value: T | None) -> None:
         """Settle the flight (leader only; a second call does nothing). Call it in a
         `finally`, with None on any failure, or the followers wait out their deadline."""
-        if self.leader and not self._future.done():
-            self._future.set_result(value)
-            self._flights.end(self._key, self._future)
-            self._state.wake()
+        state = self._state
+        if self.leader and not state.done:
+            state.settle(value)
+            running = self._flights.running
+            if running.get(self._key) is state:  # `SingleFlight.end`, without a call
+                del running[self._key]
 
     def publish(self, chunk: bytes) -> None:
         """A run of the leader's stream events, for streaming followers (leader only)."""
-        if self.leader and not self._future.done():
+        if self.leader and not self._state.done:
             self._state.chunks.append(chunk)
             self._state.wake()
 
@@ -86,8 +116,8 @@ class Flight(Generic[T]):
         state = self._state
         try:
             async with asyncio.timeout(timeout_s):
-                while not state.chunks and not self._future.done():
-                    await state.changed.wait()
+                while not state.chunks and not state.done:
+                    await state.changed().wait()
         except TimeoutError:
             return False
         return bool(state.chunks)
@@ -101,11 +131,11 @@ class Flight(Generic[T]):
             while read < len(state.chunks):
                 read += 1
                 yield state.chunks[read - 1]
-            if self._future.done():
-                if self._future.result() is None:
+            if state.done:
+                if state.value is None:
                     raise FlightBroken("the leader's stream ended without an answer")
                 return
-            changed = state.changed
+            changed = state.changed()
             async with asyncio.timeout(timeout_s):
                 await changed.wait()
 
@@ -114,21 +144,16 @@ class SingleFlight(Generic[T]):
     """The flights in progress, by exact cache key."""
 
     def __init__(self) -> None:
-        self._running: dict[str, _State[T]] = {}
+        self.running: dict[str, _State[T]] = {}  # by key (read by `Flight.resolve`)
 
     def __len__(self) -> int:
-        return len(self._running)
+        return len(self.running)
 
     def join(self, key: str) -> Flight[T]:
         """Lead a new flight on `key`, or follow the one in progress."""
-        running = self._running.get(key)
+        running = self.running.get(key)
         if running is not None:
             return Flight(self, key, running, leader=False)
-        state: _State[T] = _State(asyncio.get_running_loop().create_future())
-        self._running[key] = state
+        state: _State[T] = _State()
+        self.running[key] = state
         return Flight(self, key, state, leader=True)
-
-    def end(self, key: str, future: asyncio.Future[T | None]) -> None:
-        running = self._running.get(key)
-        if running is not None and running.future is future:
-            del self._running[key]

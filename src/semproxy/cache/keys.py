@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -43,6 +43,25 @@ class Upstream:
     provider: str
     endpoint: str
     options: Mapping[str, Any]
+    # The start of every exact key's hashed document, serialised and hashed once per
+    # config: `[["name","provider","endpoint"],` (the body and `]` follow). A key copies
+    # this hash state: cheaper than a new hash object (OpenSSL looks its algorithm up
+    # by name for each one).
+    head: hashlib._Hash = field(init=False, repr=False, compare=False)
+    # The same for partition keys, per embedding model: `[[...identity], "model",`.
+    heads: dict[str, hashlib._Hash] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        identity = orjson.dumps([[self.name, self.provider, self.endpoint]])
+        object.__setattr__(self, "head", hashlib.sha256(identity[:-1] + b","))
+        object.__setattr__(self, "heads", {})
+
+    def partition_head(self, model: str) -> hashlib._Hash:
+        found = self.heads.get(model)
+        if found is None:
+            document = orjson.dumps([[self.name, self.provider, self.endpoint], model])
+            found = self.heads[model] = hashlib.sha256(document[:-1] + b",")
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,23 +90,30 @@ def _escape(value: str) -> str:
 
 def effective_body(payload: Mapping[str, Any], upstream: Upstream) -> dict[str, Any]:
     """The body the instance receives, without the streaming switches."""
-    body = {k: v for k, v in payload.items() if k not in _STREAM_FIELDS}
-    body.update(upstream.options)
+    body = dict(payload)
+    for name in _STREAM_FIELDS:
+        body.pop(name, None)
+    if upstream.options:
+        body.update(upstream.options)
     return body
-
-
-def _digest(document: Any) -> str:
-    return hashlib.sha256(orjson.dumps(document, option=orjson.OPT_SORT_KEYS)).hexdigest()
-
-
-def _upstream(upstream: Upstream) -> list[str]:
-    return [upstream.name, upstream.provider, upstream.endpoint]
 
 
 def exact_key(prefix: str, scope: Scope, payload: Mapping[str, Any], upstream: Upstream) -> str:
     """The key of this very request: same scope, instance and body give the same key."""
-    digest = _digest([_upstream(upstream), effective_body(payload, upstream)])
-    return f"{prefix}:e:{scope.text()}:{digest}"
+    return exact_key_under(f"{prefix}:e:{scope.text()}:", payload, upstream)
+
+
+def exact_key_under(head: str, payload: Mapping[str, Any], upstream: Upstream) -> str:
+    """`exact_key` with its scope part (`<prefix>:e:<scope>:`) already made: the digest
+    is the one of `[[name, provider, endpoint], body]`, its first part serialised once."""
+    body = dict(payload)  # effective_body, without a call
+    for name in _STREAM_FIELDS:
+        body.pop(name, None)
+    if upstream.options:
+        body.update(upstream.options)
+    digest = upstream.head.copy()
+    digest.update(orjson.dumps(body, option=orjson.OPT_SORT_KEYS) + b"]")
+    return head + digest.hexdigest()
 
 
 def partition_key(prefix: str, scope: Scope, payload: Mapping[str, Any], upstream: Upstream,
@@ -99,8 +125,9 @@ def partition_key(prefix: str, scope: Scope, payload: Mapping[str, Any], upstrea
         hidden = set(window)
         body["messages"] = [{"compared": True} if i in hidden else m
                             for i, m in enumerate(messages)]
-    digest = _digest([_upstream(upstream), model, body])
-    return f"{prefix}:p:{scope.text()}:{digest}"
+    digest = upstream.partition_head(model).copy()  # `[identity, model, body]` hashed
+    digest.update(orjson.dumps(body, option=orjson.OPT_SORT_KEYS) + b"]")
+    return f"{prefix}:p:{scope.text()}:{digest.hexdigest()}"
 
 
 def compared_window(messages: Sequence[Any], countback: int = 1, ignore_system: bool = True,

@@ -81,7 +81,16 @@ class ResponseCache:
         """The exact layer alone (the gateway embeds nothing before it misses)."""
         if not plan.control.read:
             return None
+        if self.backend.is_local:
+            return self._hit(self.backend.get_local(plan.exact), plan, EXACT, None)
         return self._hit(await self.backend.get(plan.exact), plan, EXACT, None)
+
+    def lookup_exact_local(self, plan: CachePlan) -> Hit | None:
+        """`lookup_exact` on the in-process store, without a coroutine (`backend.is_local`)."""
+        if not plan.control.read:
+            return None
+        entry = self.backend.get_local(plan.exact)
+        return None if entry is None else self._hit(entry, plan, EXACT, None)
 
     async def lookup_semantic(self, plan: CachePlan, vector: np.ndarray
                               ) -> Hit | Refused | None:
@@ -97,7 +106,8 @@ class ResponseCache:
                         ) -> Hit | Refused | None:
         sims = found.matrix @ vector
         rule = plan.rule
-        order = [int(i) for i in np.argsort(-sims)[:MAX_CHECKED] if sims[i] >= rule.floor]
+        floor = rule.floor
+        order = [int(i) for i in np.argsort(-sims)[:MAX_CHECKED] if sims[i] >= floor]
         refused: Refused | None = None
         wording = read(plan.text) if order else None
         for i in order:
@@ -128,26 +138,51 @@ class ResponseCache:
                    usage_of(stored))
 
     async def store(self, plan: CachePlan, completion: dict[str, Any],
-                    vector: np.ndarray | None) -> str | None:
-        """Keep `completion` for `plan`'s request; None when kept, else why not."""
+                    vector: np.ndarray | None, body: bytes | None = None) -> str | None:
+        """Keep `completion` for `plan`'s request; None when kept, else why not. `body`:
+        `completion` serialised already (a whole answer as the upstream sent it)."""
+        made = self._entry(plan, completion, vector, body)
+        if isinstance(made, str):
+            return made
+        written = await self.backend.put(*made, plan.semantic_ttl, plan.max_entries)
+        return None if written else "store_fault"
+
+    def store_local(self, plan: CachePlan, completion: dict[str, Any],
+                    vector: np.ndarray | None, body: bytes | None = None,
+                    vetted: bool = False) -> str | None:
+        """`store` into the in-process store, without a coroutine (`backend.is_local`).
+        `vetted`: the caller found the answer complete (`policy.answer_refusal`) already,
+        so only its size is left to check."""
+        made = self._entry(plan, completion, vector, body, vetted)
+        if isinstance(made, str):
+            return made
+        written = self.backend.put_local(*made, plan.semantic_ttl, plan.max_entries)
+        return None if written else "store_fault"
+
+    def _entry(self, plan: CachePlan, completion: dict[str, Any], vector: np.ndarray | None,
+               body: bytes | None, vetted: bool = False
+               ) -> str | tuple[str, Entry, int, str | None, IndexItem | None]:
+        """What `store` writes (key, entry, TTL, partition, index item), or why nothing."""
         if not plan.control.write:
             return "client"
-        # A copy of exact size: orjson's own buffer keeps about 8 KiB of capacity, which
-        # would be most of an entry's memory (measured by bench/cache_memory.py).
-        body = bytes(memoryview(orjson.dumps(completion)))
-        refusal = policy.answer_refusal(completion, len(body), plan.max_body)
-        if refusal is not None:
-            return refusal
+        if body is None:
+            # A copy of exact size: orjson's own buffer keeps about 8 KiB of capacity,
+            # which would be most of an entry's memory (bench/cache_memory.py).
+            body = bytes(memoryview(orjson.dumps(completion)))
+        if vetted:
+            if len(body) > plan.max_body:
+                return "too_large"
+        else:
+            refusal = policy.answer_refusal(completion, len(body), plan.max_body)
+            if refusal is not None:
+                return refusal
         now = self._clock()
-        semantic = (plan.partition is not None and vector is not None
-                    and not policy.is_exact_only(plan.payload, completion))
+        partition = plan.partition if vector is not None else None
+        semantic = partition is not None and not policy.is_exact_only(plan.payload, completion)
         ttl = max(plan.exact_ttl, plan.semantic_ttl) if semantic else plan.exact_ttl
         item = IndexItem(plan.exact, unit(vector), plan.text, now) \
             if semantic and vector is not None else None
-        written = await self.backend.put(plan.exact, Entry(body, now), ttl,
-                                       plan.partition if item else None, item,
-                                       plan.semantic_ttl, plan.max_entries)
-        return None if written else "store_fault"
+        return plan.exact, Entry(body, now), ttl, partition if item else None, item
 
     async def aclose(self) -> None:
         await self.backend.aclose()
@@ -168,7 +203,7 @@ def open_cache(conf: AICache) -> ResponseCache:
 def unit(vector: np.ndarray) -> np.ndarray:
     """`vector` as float32 of length 1 (a zero vector stays zero and matches nothing)."""
     flat = np.asarray(vector, dtype=np.float32).reshape(-1)
-    norm = float(np.linalg.norm(flat))
+    norm = float(np.sqrt(flat.dot(flat)))  # np.linalg.norm's own sum, without its wrapper
     return flat / norm if norm > 0 else flat
 
 

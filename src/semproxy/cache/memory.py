@@ -125,6 +125,10 @@ class MemoryStore:
         return len(self._slots)
 
     async def get(self, key: str) -> Entry | None:
+        return self.get_now(key)
+
+    def get_now(self, key: str) -> Entry | None:
+        """`get` without a coroutine: nothing here waits."""
         slot = self._slots.get(key)
         if slot is None:
             return None
@@ -137,7 +141,14 @@ class MemoryStore:
     async def put(self, key: str, entry: Entry, ttl: int, partition: str | None = None,
                   item: IndexItem | None = None, index_ttl: int = 0,
                   max_items: int = 256) -> None:
-        self._drop(key)
+        self.put_now(key, entry, ttl, partition, item, index_ttl, max_items)
+
+    def put_now(self, key: str, entry: Entry, ttl: int, partition: str | None = None,
+                item: IndexItem | None = None, index_ttl: int = 0,
+                max_items: int = 256) -> None:
+        """`put` without a coroutine."""
+        if key in self._slots:
+            self._drop(key)
         size = len(entry.body) + 2 * len(key) + OVERHEAD
         if item is not None:
             size += item.vector.nbytes + len(item.prompt.encode())

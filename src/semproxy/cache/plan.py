@@ -10,8 +10,7 @@ only writes what the plan says.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
 from typing import Any
 
 from semproxy.cache import control, keys, policy
@@ -29,11 +28,39 @@ class CacheSpec:
     conf: AICache
     model: str  # the embedding model whose vectors the semantic layer compares
     rule: HitRule  # when a candidate serves (cache/hitrule.py)
+    # Scopes already written out, by consumer (routes without `include_vars`): the
+    # consumers are the config's, so this stays as small as that list.
+    scopes: dict[str | None, tuple[keys.Scope, str]] = field(
+        default_factory=dict, compare=False, repr=False)
+    # Read from `conf` once: every plan copies them.
+    layered: bool = field(init=False, compare=False)
+    exact_ttl: int = field(init=False, compare=False)
+    semantic_ttl: int = field(init=False, compare=False)
+    max_entries: int = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        conf, semantic = self.conf, self.conf.semantic
+        object.__setattr__(self, "layered", conf.semantic_on)
+        object.__setattr__(self, "exact_ttl", conf.exact.ttl)
+        object.__setattr__(self, "semantic_ttl", semantic.ttl if semantic else conf.exact.ttl)
+        object.__setattr__(self, "max_entries", semantic.max_entries if semantic else 0)
 
     @property
     def prefix(self) -> str:
         semantic = self.conf.semantic
         return semantic.vector_search.redis.index if semantic else "ai-cache"
+
+    def scope(self, consumer: str | None, variables: Mapping[str, str] | None
+              ) -> tuple[keys.Scope, str]:
+        """The request's scope and the head of its exact key (`<prefix>:e:<scope>:`)."""
+        if self.conf.cache_key.include_vars:
+            made = _scope(self, consumer, variables or {})
+            return made, f"{self.prefix}:e:{made.text()}:"
+        found = self.scopes.get(consumer)
+        if found is None:
+            made = _scope(self, consumer, {})
+            found = self.scopes[consumer] = (made, f"{self.prefix}:e:{made.text()}:")
+        return found
 
 
 def compile_spec(route: str, conf: AICache, model: str) -> CacheSpec:
@@ -50,36 +77,51 @@ class Bypass:
     reason: str
 
 
-@dataclass(frozen=True)
+_UNSET: Any = object()
+
+
 class CachePlan:
     """Keys and rules for one request. `partition` is None when only the exact layer
     applies; `text` is what the semantic layer compares (the lookup phase reuses the
     routing vector when `text` equals the routing text, else embeds `text`). Both are
-    worked out when first read: an exact hit never needs them."""
+    worked out when first read: an exact hit never needs them. Read-only by contract
+    (a plain class with slots: built on every request of a cached route)."""
 
-    exact: str
-    control: control.ClientControl
-    rule: HitRule
-    exact_ttl: int
-    semantic_ttl: int
-    max_entries: int
-    max_body: int
-    payload: Mapping[str, Any]
-    spec: CacheSpec
-    scope: keys.Scope
-    upstream: keys.Upstream
+    __slots__ = ("_semantic", "control", "exact", "exact_ttl", "layered", "max_body",
+                 "max_entries", "payload", "rule", "scope", "semantic_ttl", "spec",
+                 "upstream")
 
-    @cached_property
-    def _semantic(self) -> tuple[str | None, str]:
-        return _semantic(self.spec, self.scope, self.payload, self.upstream)
+    def __init__(self, exact: str, control: control.ClientControl, payload: Mapping[str, Any],
+                 spec: CacheSpec, scope: keys.Scope, upstream: keys.Upstream) -> None:
+        self.exact = exact
+        self.control = control
+        self.rule: HitRule = spec.rule
+        self.exact_ttl: int = spec.exact_ttl
+        self.semantic_ttl: int = spec.semantic_ttl
+        self.max_entries: int = spec.max_entries
+        self.max_body: int = spec.conf.max_cache_body_size
+        self.payload = payload
+        self.spec = spec
+        self.scope = scope
+        self.upstream = upstream
+        # Nothing to work out on a route without the semantic layer (`partition` None).
+        self.layered: bool = spec.layered
+        self._semantic: tuple[str | None, str] = _UNSET if self.layered else (None, "")
+
+    def _compared(self) -> tuple[str | None, str]:
+        found = self._semantic
+        if found is _UNSET:
+            found = self._semantic = _semantic(self.spec, self.scope, self.payload,
+                                               self.upstream)
+        return found
 
     @property
     def partition(self) -> str | None:
-        return self._semantic[0]
+        return self._compared()[0]
 
     @property
     def text(self) -> str:
-        return self._semantic[1]
+        return self._compared()[1]
 
     @property
     def status(self) -> str | None:
@@ -95,18 +137,14 @@ def plan(spec: CacheSpec, payload: Mapping[str, Any], upstream: keys.Upstream,
     ctl = control.client_control(headers, conf.bypass_on)
     if not ctl.read and not ctl.write:
         return Bypass("client")
-    refusal = policy.request_refusal(payload, conf.max_temperature)
-    if refusal is not None:
-        return Bypass(refusal)
-    scope = _scope(spec, consumer, variables or {})
-    semantic = conf.semantic
-    return CachePlan(
-        exact=keys.exact_key(spec.prefix, scope, payload, upstream), control=ctl,
-        rule=spec.rule, exact_ttl=conf.exact.ttl,
-        semantic_ttl=semantic.ttl if semantic else conf.exact.ttl,
-        max_entries=semantic.max_entries if semantic else 0,
-        max_body=conf.max_cache_body_size, payload=payload, spec=spec, scope=scope,
-        upstream=upstream)
+    if conf.max_temperature is not None:
+        refusal = policy.request_refusal(payload, conf.max_temperature)
+        if refusal is not None:
+            return Bypass(refusal)
+    found = None if variables else spec.scopes.get(consumer)  # spec.scope, without a call
+    scope, head = found or spec.scope(consumer, variables)
+    return CachePlan(keys.exact_key_under(head, payload, upstream), ctl, payload, spec, scope,
+                     upstream)
 
 
 def _scope(spec: CacheSpec, consumer: str | None, variables: Mapping[str, str]) -> keys.Scope:

@@ -38,6 +38,8 @@ _ORDINALS = {"first": 1, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seven
              "eighth": 8, "ninth": 9, "tenth": 10, "eleventh": 11, "twelfth": 12,
              "twentieth": 20, "thirtieth": 30, "hundredth": 100}
 _SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9}
+# A number word's value, as `_word_value` reads it (units, then scales, then ordinals).
+_NUMBER_WORDS = {**_ORDINALS, **_SCALES, **_UNITS}
 # A chunk that reads as code: snake_case, camelCase, dotted.names, a::path, call(),
 # a --flag, or an UPPER-case keyword of two letters or more.
 _IDENTIFIER = re.compile(
@@ -101,7 +103,8 @@ def read(text: str) -> Wording:
     marked: set[str] = set()
     words: list[str] = []
     chunks = text.split()
-    titled = _title_case(chunks)
+    # An all lower-case text has no capital to count: not title case (no call).
+    titled = False if text.islower() else _title_case(chunks)
     for i, chunk in enumerate(chunks):
         if chunk.isalpha() and chunk.islower() and chunk not in _BARE_CONTRACTIONS:
             words.append(_ALIASES.get(chunk) or _singular(chunk))  # most words: no regex
@@ -170,8 +173,12 @@ def _numbers(tokens: list[str]) -> tuple[list[str], list[str]]:
     numbers: list[str] = []
     run: list[int] = []  # the values of a run of number words ("one hundred forty four")
     padded = [*tokens, ""]
+    words = _NUMBER_WORDS
     for i, token in enumerate(padded):
-        value = _word_value(token)
+        # `_word_value`, without a call for the common token (no number in it)
+        value = words.get(token)
+        if value is None and token[:1].isdigit():
+            value = _word_value(token)
         if token == "one" and (run or padded[i + 1] in _SCALES):
             value = 1  # "one hundred", "twenty one": a number after all
         if value is not None:
@@ -184,7 +191,7 @@ def _numbers(tokens: list[str]) -> tuple[list[str], list[str]]:
             run = []
         elif run:
             continue
-        digits = _digits(token)
+        digits = None if token.isalpha() else _digits(token)  # most tokens: no call
         if digits is not None:
             numbers.append(digits)
         if token:

@@ -67,13 +67,24 @@ class CacheMetrics:
                                "Cache writes and shadow comparisons not run: too many running",
                                registry=r)
         self._seen = {"evictions": 0, "faults": 0, "dropped": 0}
+        # The series every request of a cached route counts in (a lookup's result, a
+        # store's outcome), by their labels: one dict read each, not `labels()`.
+        self._series: dict[tuple[str, str, str], Any] = {}
 
     def on_cache(self, route: str, status: str, layer: str | None) -> None:
-        result, kind = RESULTS.get(status, ("miss", ""))
-        self._child(self.lookups, route, result, kind).inc()
+        series = self._series.get((route, "lookup", status))
+        if series is None:
+            result, kind = RESULTS.get(status, ("miss", ""))
+            series = self._series[(route, "lookup", status)] = \
+                self._child(self.lookups, route, result, kind)
+        series.inc()
 
     def on_cache_store(self, route: str, outcome: str) -> None:
-        self._child(self.stores, route, outcome).inc()
+        series = self._series.get((route, "store", outcome))
+        if series is None:
+            series = self._series[(route, "store", outcome)] = \
+                self._child(self.stores, route, outcome)
+        series.inc()
 
     def on_cache_saved(self, route: str, usage: Usage, money: float) -> None:
         if usage.input:

@@ -95,7 +95,9 @@ def _router(spec: RouteSpec, pool: EmbedderPool, batch_work: bool = False,
     `embedder`: the (fast) stage's own, instead of the pool's chain for the route."""
     assert spec.semantic is not None
     embeddings = spec.semantic.embeddings
-    return open_router(spec, embedder or pool.get(embeddings),
+    # `is None`, not `or`: an empty `RecentVectors` is falsy (it has a length), and the
+    # route would then embed past it, leaving the cache nothing to reuse.
+    return open_router(spec, pool.get(embeddings) if embedder is None else embedder,
                        pool.strong(embeddings, batch_work))
 
 

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
+import orjson
 
 from semproxy.cache import policy
 from semproxy.cache.lookup import Hit, usage_of
@@ -35,6 +36,7 @@ from semproxy.cache.tap import Completion, whole_completion
 from semproxy.governance.pricing import FREE, Price, to_money
 from semproxy.observability.logging import log_line
 from semproxy.observability.observer import RequestObserver
+from semproxy.protocols.chat import CHAT
 from semproxy.server.exchange import Exchange
 from semproxy.types import Usage
 
@@ -56,6 +58,8 @@ class CacheAccount:
         self.book = caches.shadow
         self.prices = prices
         self.route = phase.route.spec.id
+        self.shadow = phase.shadow
+        self.cache = phase.cache
         self._logged = -QUIET_S
 
     async def account(self, exchange: Exchange) -> None:
@@ -70,9 +74,9 @@ class CacheAccount:
         found = visit.plan
         if found is None:
             return
-        if self.phase.shadow:
+        if self.shadow:
             self.book.looked_up(self.route)
-        completion, refusal = answer_of(exchange, visit)
+        completion, refusal, body = answer_of(exchange, visit)
         if visit.flight is not None:
             visit.flight.resolve(completion)
         if completion is None:
@@ -83,12 +87,14 @@ class CacheAccount:
             again = self.phase.plan(exchange, served)
             found = again if isinstance(again, CachePlan) else None
         if found is not None and found.control.write:
-            job = self.store(found, completion, visit.vector, observer)
-            if self.phase.cache.backend.is_local and (visit.vector is not None
-                                                      or found.partition is None):
-                await job  # in memory, with nothing to embed: done before a task could start
+            cache = self.cache
+            if cache.backend.is_local and (visit.vector is not None or not found.layered
+                                           or found.partition is None):
+                # In memory, with nothing to embed: done before a task could start.
+                outcome = cache.store_local(found, completion, visit.vector, body, vetted=True)
+                observer.on_cache_store(self.route, outcome or "stored")
             else:
-                self.caches.spawn(job)
+                self.caches.spawn(self.store(found, completion, visit.vector, observer, body))
         if visit.would is not None:
             self.caches.spawn(self.compare(visit.would, completion, observer,
                                            exchange.request_id))
@@ -103,7 +109,8 @@ class CacheAccount:
         observer.on_cache_saved(self.route, usage, money)
 
     async def store(self, found: CachePlan, completion: Completion,
-                    vector: np.ndarray | None, observer: RequestObserver) -> None:
+                    vector: np.ndarray | None, observer: RequestObserver,
+                    body: bytes | None = None) -> None:
         if vector is None and found.partition is not None \
                 and not policy.is_exact_only(found.payload, completion):
             try:
@@ -111,7 +118,7 @@ class CacheAccount:
                     vector = await self.phase.vector(found.text)
             except Exception as exc:  # fail-open: stored for the exact layer only
                 self.fault(exc)
-        outcome = await self.phase.cache.store(found, completion, vector)
+        outcome = await self.phase.cache.store(found, completion, vector, body)
         observer.on_cache_store(self.route, outcome or "stored")
 
     async def compare(self, would: Hit, fresh: Completion, observer: RequestObserver,
@@ -148,22 +155,32 @@ class CacheAccount:
                         self.route, what)
 
 
-def answer_of(exchange: Exchange, visit: CacheVisit) -> tuple[Completion | None, str]:
-    """The request's answer as a storable Chat Completions object, or None and why not."""
+def answer_of(exchange: Exchange, visit: CacheVisit
+              ) -> tuple[Completion | None, str, bytes | None]:
+    """The request's answer as a storable Chat Completions object, or None and why not;
+    with its bytes when the upstream sent it whole as Chat Completions (stored as sent,
+    not serialised again)."""
     if exchange.status != 200:
-        return None, "error"
+        return None, "error", None
+    body = None
     if visit.tap is not None:
         completion = visit.tap.completion()
         if completion is None:
-            return None, visit.tap.assembler.failed or "incomplete"
+            return None, visit.tap.assembler.failed or "incomplete", None
     else:
         answer = exchange.answer
         body = None if answer is None else answer.body
         if answer is None or body is None:
-            return None, "incomplete"
-        completion = whole_completion(body, answer.speaks.source)
+            return None, "incomplete", None
+        if answer.speaks.source == CHAT:  # `whole_completion` of a Chat body, inline
+            try:
+                completion = orjson.loads(body)
+            except orjson.JSONDecodeError:  # fail-open: an answer the cache cannot read
+                completion = None
+        else:
+            completion, body = whole_completion(body, answer.speaks.source), None
     refusal = policy.answer_refusal(completion, 0, NO_LIMIT)
-    return (None, refusal) if refusal is not None else (completion, "")
+    return (None, refusal, None) if refusal is not None else (completion, "", body)
 
 
 def _rounded(value: float | None) -> float | None:

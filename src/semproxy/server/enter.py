@@ -72,12 +72,22 @@ def unknown_endpoint(request: web.Request, exchange: Exchange, table: RouteTable
                             ".../embeddings, .../completions and GET .../models")
 
 
+CACHE_HEADERS = ("Cache-Control", "Pragma")
+
+
 def cache_inputs(request: web.Request, conf: AICache) -> tuple[dict[str, str], dict[str, str]]:
     """The headers the response cache reads (its client controls and `bypass_on` rules)
     and the values of its `cache_key.include_vars`: nothing else of the request."""
-    names = ["Cache-Control", "Pragma", *(r.header for r in conf.bypass_on or ())]
-    headers = {n: v for n in names if (v := request.headers.get(n)) is not None}
-    return headers, {n: request_var(request, n) for n in conf.cache_key.include_vars}
+    names = [*CACHE_HEADERS, *(r.header for r in conf.bypass_on)] if conf.bypass_on \
+        else CACHE_HEADERS
+    headers = {}
+    given = request.headers
+    for name in names:  # a loop, not a comprehension: no function call (most find none)
+        value = given.get(name)
+        if value is not None:
+            headers[name] = value
+    variables = conf.cache_key.include_vars
+    return headers, {n: request_var(request, n) for n in variables} if variables else {}
 
 
 def list_models(request: web.Request, exchange: Exchange, table: RouteTable) -> web.Response:

@@ -63,6 +63,7 @@ from semproxy.types import Usage
 log = logging.getLogger("semproxy.cache")
 
 MISS = "MISS"
+CHAT_LIKE = frozenset({CHAT, "messages", "responses"})  # embeddings are not cached
 
 
 @dataclass(slots=True)
@@ -82,6 +83,9 @@ class CacheVisit:
 
     def fields(self) -> dict[str, Any]:
         """The access line's `cache` object."""
+        if self.age is None and self.detail is None and self.similarity is None \
+                and self.would is None and self.layer is None:
+            return {"status": self.status}  # a plain miss (or refresh): the common line
         out: dict[str, Any] = {"status": self.status}
         for name in ("layer", "detail"):
             if getattr(self, name) is not None:
@@ -114,30 +118,35 @@ class CachePhase:
         self.upstreams = {i.name: keys.Upstream(i.name, i.provider.name, i.target.url,
                                                 i.options) for i in spec.instances}
         self.accounting = CacheAccount(self, caches, prices)
+        # The headers of a miss without debug headers (most misses): made once.
+        self.debug = spec.debug_headers
+        self.miss_headers = cache_headers(conf, False, MISS, None, None, None, None)
         if conf.semantic_on:  # load the hit rule's word lists now, not within a deadline
             judge(read("warm up"), read("warm up please"), 1.0, self.spec.rule)
 
     async def run(self, exchange: Exchange) -> Answer | None:
-        if exchange.protocol.name not in (CHAT, "messages", "responses"):
+        if exchange.protocol.name not in CHAT_LIKE:
             return None  # embeddings: nothing to cache
-        visit = exchange.cache = self.visit(exchange, exchange.pick)
-        found = visit.plan
-        if found is not None and found.control.read:
+        found = self.plan(exchange, exchange.pick)
+        if isinstance(found, Bypass):
+            visit = exchange.cache = CacheVisit(BYPASS, detail=found.reason)
+            self.headers(exchange, visit)
+            return None
+        visit = exchange.cache = CacheVisit(found.control.status or MISS, plan=found)
+        if found.control.read:
             answer = await self.read(exchange, visit, found)
             if answer is not None:
                 return answer
-        if found is not None and wants_stream(exchange):
+        if found.payload.get("stream") is True:  # wants_stream
             visit.tap = CacheTap(found.max_body, exchange.model, visit.flight)
             exchange.taps = [*(exchange.taps or ()), visit.tap]
-        self.headers(exchange, visit)
+        if visit.status == MISS and not self.debug:  # the common miss, without a call
+            headers = exchange.headers
+            exchange.headers = {**headers, **self.miss_headers} if headers \
+                else {**self.miss_headers}
+        else:
+            self.headers(exchange, visit)
         return None
-
-    def visit(self, exchange: Exchange, instance: str | None) -> CacheVisit:
-        """The plan of this request served by `instance`, or a bypass."""
-        made = self.plan(exchange, instance)
-        if isinstance(made, Bypass):
-            return CacheVisit(BYPASS, detail=made.reason)
-        return CacheVisit(made.status or MISS, plan=made)
 
     def plan(self, exchange: Exchange, instance: str | None) -> CachePlan | Bypass:
         parsed = exchange.parsed
@@ -151,8 +160,8 @@ class CachePhase:
             # (Anthropic's top_k, thinking...) change the answer, so they key it too.
             payload = {**payload, "native": {k: v for k, v in parsed.native.items()
                                              if k not in ("messages", "stream")}}
-        return self.plan_for(payload, instance, exchange.cache_headers or {},
-                             exchange.consumer, exchange.cache_vars)
+        return plan(self.spec, payload, self.upstreams[instance], exchange.cache_headers or {},
+                    exchange.consumer, exchange.cache_vars)
 
     def plan_for(self, payload: Mapping[str, Any], instance: str, headers: Mapping[str, str],
                  consumer: str | None, variables: Mapping[str, str] | None
@@ -162,15 +171,23 @@ class CachePhase:
 
     async def read(self, exchange: Exchange, visit: CacheVisit, found: CachePlan
                    ) -> Answer | None:
-        if not self.shadow:
-            flight = self.cache.flights.join(found.exact)
-            if not flight.leader:
-                answer = await self.follow(exchange, visit, flight)
+        cache = self.cache
+        if cache.backend.is_local:
+            # The exact read first: nothing runs between it and the join below (no await),
+            # and an entry is written when its flight ends, so a key with a flight running
+            # has no entry yet: the order changes nothing, and a hit needs no flight.
+            hit = cache.lookup_exact_local(found)
+            if hit is None:
+                answer = await self.join(exchange, visit, found)
                 if answer is not None:
                     return answer
-            else:
-                visit.flight = flight
-        hit = await self.look(exchange, visit, found)
+                if found.layered and found.partition is not None:
+                    hit = await self.semantic(visit, found)
+        else:
+            answer = await self.join(exchange, visit, found)
+            if answer is not None:
+                return answer
+            hit = await self.look(exchange, visit, found)
         if hit is None:
             return None
         if self.shadow:
@@ -181,6 +198,18 @@ class CachePhase:
         if visit.flight is not None:
             visit.flight.resolve(hit.completion)
         return self.hit(exchange, visit, hit)
+
+    async def join(self, exchange: Exchange, visit: CacheVisit, found: CachePlan
+                   ) -> Answer | None:
+        """Lead the flight of this exact key, or follow the one running: the leader's
+        answer, or None (this request leads, or calls upstream itself)."""
+        if self.shadow:
+            return None
+        flight = self.cache.flights.join(found.exact)
+        if flight.leader:
+            visit.flight = flight
+            return None
+        return await self.follow(exchange, visit, flight)
 
     async def follow(self, exchange: Exchange, visit: CacheVisit,
                      flight: Flight[Completion]) -> Answer | None:
@@ -201,8 +230,13 @@ class CachePhase:
         """The exact layer, then the semantic one; a miss on any fault or past the deadline."""
         # The exact read is one store call, under the store's own deadline.
         hit = await self.cache.lookup_exact(found)
-        if hit is not None or found.partition is None:
+        if hit is not None or not found.layered or found.partition is None:
             return hit
+        return await self.semantic(visit, found)
+
+    async def semantic(self, visit: CacheVisit, found: CachePlan) -> Hit | None:
+        """The semantic layer (the exact one missed); a miss on any fault or past the
+        deadline."""
         try:
             async with asyncio.timeout(self.deadline_s):
                 vector = visit.vector = await self.vector(found.text)
@@ -241,10 +275,13 @@ class CachePhase:
         self.headers(exchange, visit)
 
     def headers(self, exchange: Exchange, visit: CacheVisit) -> None:
-        added = cache_headers(self.conf, self.route.spec.debug_headers, visit.status,
-                              visit.age, visit.similarity, visit.layer, visit.detail)
+        if visit.status == MISS and not self.debug:
+            added = self.miss_headers  # a miss says no more without debug headers
+        else:
+            added = cache_headers(self.conf, self.debug, visit.status, visit.age,
+                                  visit.similarity, visit.layer, visit.detail)
         if added:
-            exchange.headers = {**(exchange.headers or {}), **added}
+            exchange.headers = {**exchange.headers, **added} if exchange.headers else {**added}
 
     async def account(self, exchange: Exchange) -> None:
         await self.accounting.account(exchange)

@@ -85,7 +85,7 @@ def compile_pipeline(route: RouteState, transport: Transport, caches: CacheStore
     phases.append(RoutePhase(route))
     if cache is not None:
         phases.append(cache)
-        accounting.append(cache)
+        accounting.append(cache.accounting)
     phases.append(CallPhase(route, transport))
     reads = governed is not None and admission is not None \
         and reads_vars(route, governed.governor.plan)
