@@ -1,7 +1,7 @@
 """How close governance/tokens.py's counts are to OpenAI's o200k_base tokenizer.
 
-    pip install --target /tmp/bpelib bpe-openai   # the reference only, not a dependency
-    PYTHONPATH=/tmp/bpelib .venv/bin/python bench/token_estimate.py
+    pip install --target build/bpelib bpe-openai   # the reference only, not a dependency
+    PYTHONPATH=build/bpelib .venv/bin/python bench/token_estimate.py
 
 Texts: 300 CLINC150 prompts, 300 paragraphs of docs/en, 300 chunks of Python source
 (src/), 300 paragraphs of docs/zh. Prints, per set and overall, the median ratio of

@@ -1,7 +1,7 @@
 """Build src/semproxy/cache/words.txt from Debian's wamerican word list.
 
-    apt-get download wamerican && dpkg-deb -x wamerican_*.deb /tmp/wamerican
-    python scripts/gen_cache_words.py /tmp/wamerican/usr/share/dict/american-english
+    apt-get download wamerican && dpkg-deb -x wamerican_*.deb build/wamerican
+    python scripts/gen_cache_words.py build/wamerican/usr/share/dict/american-english
 
 The cache reads two differing words as a typo of one another when they are one
 keystroke apart (cache/difference.py), unless both are English words. Only words

@@ -18,7 +18,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from semproxy.config.spec import RouteSpec, SemanticSpec
+from semproxy.config.semantic_spec import SemanticSpec
+from semproxy.config.spec import RouteSpec
 from semproxy.embeddings import Embedder
 from semproxy.embeddings.cache import bounded_key
 from semproxy.errors import BadRequestError, EmbeddingError
