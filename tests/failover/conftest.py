@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import aiohttp
@@ -74,12 +75,13 @@ async def black_hole() -> AsyncIterator[BlackHole]:
 
 
 @pytest.fixture
-async def refused_url(upstreams: Upstreams) -> str:
-    """The URL of a port that just stopped listening: connections are refused."""
-    (gone,) = await upstreams("gone")
-    url = gone.url
-    await gone.close()
-    return url
+def refused_url() -> Iterator[str]:
+    """The URL of a loopback port bound but never listening: connections are refused.
+    The socket is held for the whole test, so no server started later (the gateway's
+    own listener included) can be given that port."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 @pytest.fixture
